@@ -1,0 +1,103 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import {
+  type Suggestion,
+  SuggestionSchema,
+  SuggestionState,
+} from "../gen/oda/suggest/v1/suggestion_pb.js";
+
+/** One entry of a session's stream: its id and its fields. */
+export interface LogRecord {
+  readonly entryId: string;
+  readonly fields: Readonly<Record<string, string>>;
+}
+
+/** A chat's suggestions as the fold of its log gives them. */
+export interface SuggestionLists {
+  /** Open offers, newest offer first. */
+  readonly open: Suggestion[];
+  /** Settled offers, in the order their offers appeared. */
+  readonly settled: Suggestion[];
+  /** Every offer by id. */
+  readonly byId: ReadonlyMap<string, Suggestion>;
+}
+
+const OUTCOMES: Readonly<Record<string, SuggestionState>> = {
+  started: SuggestionState.STARTED,
+  drafted: SuggestionState.DRAFTED,
+  dismissed: SuggestionState.DISMISSED,
+};
+
+/** The time of a record: its `time` field in ms, else the ms part of its stream id. */
+function recordTime(record: LogRecord) {
+  const time = Number(record.fields.time ?? Number.NaN);
+  const ms = Number.isSafeInteger(time) ? time : Number(record.entryId.split("-")[0]);
+  return timestampFromMs(Number.isSafeInteger(ms) ? ms : 0);
+}
+
+/**
+ * Folds a session's log into its lists. This is the reference's reading of the log
+ * (and includes/projection.lua applies the same rules to its cache):
+ * - an `offered` record with an id not seen before is an open offer; a repeated id is
+ *   ignored;
+ * - a `settled` record changes its offer only when the outcome fits: started, drafted
+ *   and dismissed fit an open offer, restored fits a dismissed one; a settlement that
+ *   names no offer, or does not fit, changes nothing;
+ * - the character limits are not checked, so a log written under older limits opens;
+ * - records of other kinds are skipped, so the stream can be shared with other writers.
+ */
+export function foldLog(sessionId: string, records: Iterable<LogRecord>): SuggestionLists {
+  const byId = new Map<string, Suggestion>();
+  for (const record of records) {
+    const f = record.fields;
+    const id = f.id;
+    if (id === undefined || id === "") continue;
+    if (f.type === "offered") {
+      if (byId.has(id)) continue;
+      byId.set(
+        id,
+        create(SuggestionSchema, {
+          id,
+          sessionId,
+          turnId: f.turn ?? "",
+          title: f.title ?? "",
+          tldr: f.tldr ?? "",
+          brief: f.brief ?? "",
+          state: SuggestionState.OPEN,
+          offeredAt: recordTime(record),
+        }),
+      );
+    } else if (f.type === "settled") {
+      const offer = byId.get(id);
+      if (offer === undefined) continue;
+      const outcome = f.outcome ?? "";
+      const settledAs = OUTCOMES[outcome];
+      if (settledAs !== undefined && offer.state === SuggestionState.OPEN) {
+        offer.state = settledAs;
+        offer.chatId = settledAs === SuggestionState.STARTED ? (f.chat ?? "") : "";
+        offer.settledAt = recordTime(record);
+      } else if (outcome === "restored" && offer.state === SuggestionState.DISMISSED) {
+        offer.state = SuggestionState.OPEN;
+        offer.settledAt = undefined;
+      }
+    }
+  }
+  const open: Suggestion[] = [];
+  const settled: Suggestion[] = [];
+  for (const suggestion of byId.values()) {
+    (suggestion.state === SuggestionState.OPEN ? open : settled).push(suggestion);
+  }
+  open.reverse();
+  return { open, settled, byId };
+}
+
+/** Turns a stream reply (`[[id, [k, v, ...]], ...]`) into records. */
+export function parseEntries(entries: [string, string[]][]): LogRecord[] {
+  return entries.map(([entryId, flat]) => {
+    const fields: Record<string, string> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      fields[flat[i] as string] = flat[i + 1] as string;
+    }
+    return { entryId, fields };
+  });
+}

@@ -1,0 +1,70 @@
+--[[
+  Records one offer of suggest_task, or says why not: the quota checks (5 to 7 of the
+  design) and the append are this one atomic step.
+
+  KEYS[1] log         the session's stream
+  KEYS[2] projection  the fold cache (includes/projection.lua)
+  KEYS[3] changes     the session's pub/sub channel
+
+  ARGV[1] id          the new offer's id (made by the service)
+  ARGV[2] turn_id
+  ARGV[3] tool_call_id (empty: no retry protection)
+  ARGV[4] title       trimmed
+  ARGV[5] tldr        trimmed
+  ARGV[6] brief       trimmed
+  ARGV[7] mode        'append', or 'check' (the fields are invalid: check the quotas only)
+  ARGV[8] lifetime limit (10)
+  ARGV[9] open limit (3)
+
+  Result: { status, id, entry id, fields of the offer record... }
+    0 OK          recorded now
+    1 DUPLICATE   this tool call (or this id, re-sent after a reconnect) was recorded
+                  already: the first record is answered
+    2 LIFETIME    the chat already offered the lifetime limit
+    3 OPEN        the open limit is reached
+    4 TURN        this turn already offered one
+    5 CHECKED     mode 'check' and the quotas allow an offer
+]]
+--- @include "projection"
+
+local log, proj, changes = KEYS[1], KEYS[2], KEYS[3]
+local id, turn, call = ARGV[1], ARGV[2], ARGV[3]
+
+catchUp(log, proj)
+
+local function answerExisting(existing)
+  local entryId = redis.call('HGET', proj, 'e:' .. existing)
+  local entries = redis.call('XRANGE', log, entryId, entryId)
+  return { 1, existing, entryId, entries[1][2] }
+end
+
+if call ~= '' then
+  local existing = redis.call('HGET', proj, 'c:' .. call)
+  if existing then
+    return answerExisting(existing)
+  end
+end
+if redis.call('HEXISTS', proj, 's:' .. id) == 1 then
+  return answerExisting(id)
+end
+
+local counts = redis.call('HMGET', proj, 'n', 'open')
+if tonumber(counts[1] or '0') >= tonumber(ARGV[8]) then
+  return { 2 }
+end
+if tonumber(counts[2] or '0') >= tonumber(ARGV[9]) then
+  return { 3 }
+end
+if redis.call('HEXISTS', proj, 't:' .. turn) == 1 then
+  return { 4 }
+end
+if ARGV[7] == 'check' then
+  return { 5 }
+end
+
+local record = {
+  'type', 'offered', 'id', id, 'turn', turn, 'call', call,
+  'title', ARGV[4], 'tldr', ARGV[5], 'brief', ARGV[6], 'time', nowMs(),
+}
+local entryId = appendRecord(log, proj, changes, record)
+return { 0, id, entryId, record }

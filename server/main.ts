@@ -1,0 +1,50 @@
+import { resolve } from "node:path";
+import { ConfigError, configFromEnv } from "./config.js";
+import {
+  RedisServerMissingError,
+  type RedisServerProcess,
+  startRedisServer,
+} from "./redis-server-process.js";
+import { startSuggestServer } from "./server.js";
+
+/**
+ * The service's entry point, and the only module that reads the environment and
+ * listens. With REDIS_URL unset it runs a private redis-server (AOF, appendfsync
+ * always, data under DATA_DIR) and stops it on exit.
+ */
+async function main(): Promise<void> {
+  const config = configFromEnv(process.env);
+  let privateRedis: RedisServerProcess | undefined;
+  let redisUrl = config.redisUrl;
+  if (redisUrl === undefined) {
+    privateRedis = await startRedisServer({ dir: resolve(config.dataDir, "redis") });
+    redisUrl = privateRedis.url;
+  }
+  const server = await startSuggestServer({ ...config, redisUrl });
+  const parts = [
+    `suggest-task listening on ${server.url} (gRPC, Connect and gRPC-Web; h2c and HTTP/1.1)`,
+    privateRedis
+      ? `private redis-server on ${privateRedis.url}, data in ${privateRedis.dir}`
+      : `Redis at ${redisUrl}`,
+    config.chatHostUrl ? `chat host at ${config.chatHostUrl}` : "embedded chat host",
+  ];
+  console.log(parts.join("; "));
+
+  const stop = async (signal: string) => {
+    console.log(`${signal}: shutting down`);
+    await server.close();
+    await privateRedis?.stop();
+    process.exit(0);
+  };
+  process.once("SIGINT", () => void stop("SIGINT"));
+  process.once("SIGTERM", () => void stop("SIGTERM"));
+}
+
+main().catch((err: unknown) => {
+  if (err instanceof ConfigError || err instanceof RedisServerMissingError) {
+    console.error(`suggest-task: ${err.message}`);
+  } else {
+    console.error("suggest-task failed to start:", err);
+  }
+  process.exit(1);
+});

@@ -1,0 +1,96 @@
+import http from "node:http";
+import http2 from "node:http2";
+import { createServer, type Server, type Socket } from "node:net";
+import { Duplex } from "node:stream";
+
+/** The client preface every HTTP/2 connection with prior knowledge opens with. */
+const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+
+/** A request handler both HTTP versions share. */
+export type DualHandler = (
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+) => void;
+
+/** One TCP port serving h2c with prior knowledge and HTTP/1.1. */
+export interface OnePortServer {
+  readonly tcp: Server;
+  readonly h1: http.Server;
+  readonly h2: http2.Http2Server;
+}
+
+/**
+ * Serves h2c (HTTP/2 with prior knowledge, as gRPC clients and `buf curl` speak it) and
+ * HTTP/1.1 (Connect and gRPC-Web from browsers and plain `curl`) on one port. Node 20's
+ * cleartext HTTP/2 server cannot fall back to HTTP/1.1, so each connection's first bytes
+ * are read: the HTTP/2 preface goes to the HTTP/2 server, anything else to HTTP/1.1.
+ */
+export function createOnePortServer(
+  handler: DualHandler,
+  h2Options: http2.ServerOptions = {},
+): OnePortServer {
+  const h1 = http.createServer(handler);
+  const h2 = http2.createServer(h2Options, handler);
+  const tcp = createServer((socket) => route(socket, h1, h2));
+  return { tcp, h1, h2 };
+}
+
+function route(socket: Socket, h1: http.Server, h2: http2.Http2Server): void {
+  let head = Buffer.alloc(0);
+  const onError = () => socket.destroy();
+  const onData = (chunk: Buffer) => {
+    head = Buffer.concat([head, chunk]);
+    const n = Math.min(head.length, H2_PREFACE.length);
+    const isH2 = head.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
+    if (isH2 && n < H2_PREFACE.length) return;
+    socket.off("data", onData);
+    socket.off("error", onError);
+    socket.pause();
+    if (isH2) {
+      h2.emit("connection", replay(socket, head));
+    } else {
+      socket.unshift(head);
+      h1.emit("connection", socket);
+      socket.resume();
+    }
+  };
+  socket.on("data", onData);
+  socket.on("error", onError);
+}
+
+/**
+ * The socket as a stream that yields the bytes already read first. The HTTP/2 core reads
+ * a native socket's handle directly and would miss bytes put back with `unshift`; given
+ * a plain Duplex it reads through JavaScript instead.
+ */
+function replay(socket: Socket, head: Buffer): Duplex {
+  const stream = new Duplex({
+    read() {
+      socket.resume();
+    },
+    write(chunk: Buffer, _encoding, callback) {
+      socket.write(chunk, callback);
+    },
+    final(callback) {
+      socket.end(callback);
+    },
+    destroy(err, callback) {
+      socket.destroy(err ?? undefined);
+      callback(err);
+    },
+  });
+  stream.push(head);
+  socket.on("data", (chunk: Buffer) => {
+    if (!stream.push(chunk)) socket.pause();
+  });
+  socket.on("end", () => stream.push(null));
+  socket.on("error", (err) => stream.destroy(err));
+  socket.on("close", () => stream.destroy());
+  Object.defineProperties(stream, {
+    remoteAddress: { get: () => socket.remoteAddress },
+    remotePort: { get: () => socket.remotePort },
+    localAddress: { get: () => socket.localAddress },
+    localPort: { get: () => socket.localPort },
+  });
+  return stream;
+}

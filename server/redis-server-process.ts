@@ -1,0 +1,139 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { createServer } from "node:net";
+
+/** How to run a private `redis-server`. */
+export interface RedisServerOptions {
+  /** Where it keeps its AOF files; created when missing. */
+  readonly dir: string;
+  /** The port; a free one when omitted. */
+  readonly port?: number;
+  /** Extra `redis-server` arguments (e.g. cluster settings). */
+  readonly extraArgs?: readonly string[];
+  /** The executable; `redis-server` on PATH by default. */
+  readonly executable?: string;
+}
+
+/** A running private `redis-server`. */
+export interface RedisServerProcess {
+  readonly port: number;
+  readonly url: string;
+  readonly dir: string;
+  readonly pid: number;
+  /** Asks it to shut down cleanly (SIGTERM: the AOF is flushed) and waits for the exit. */
+  stop(): Promise<void>;
+  /** Kills it with SIGKILL, as a crash would, and waits for the exit. */
+  kill(): Promise<void>;
+}
+
+/** Thrown when no `redis-server` is installed; its message says what to do. */
+export class RedisServerMissingError extends Error {
+  constructor(executable: string) {
+    super(
+      `${executable} was not found on PATH. Install it (Debian/Ubuntu: sudo apt-get install redis-server; macOS: brew install redis) or set REDIS_URL to a Redis you run.`,
+    );
+    this.name = "RedisServerMissingError";
+  }
+}
+
+/** A TCP port on 127.0.0.1 that was free a moment ago. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Starts a `redis-server` of its own with AOF on and `appendfsync always`, so that an
+ * acknowledged write survives a crash of Redis too, and resolves once it accepts
+ * connections. A port lost to a race is retried on another.
+ */
+export async function startRedisServer(options: RedisServerOptions): Promise<RedisServerProcess> {
+  mkdirSync(options.dir, { recursive: true });
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const port = options.port ?? (await freePort());
+    try {
+      return await spawnRedis(options, port);
+    } catch (err) {
+      if (err instanceof RedisServerMissingError || options.port !== undefined) throw err;
+      lastError = err;
+    }
+  }
+  throw lastError;
+}
+
+function spawnRedis(options: RedisServerOptions, port: number): Promise<RedisServerProcess> {
+  const executable = options.executable ?? "redis-server";
+  const args = [
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--dir",
+    options.dir,
+    "--appendonly",
+    "yes",
+    "--appendfsync",
+    "always",
+    "--save",
+    "",
+    "--daemonize",
+    "no",
+    "--logfile",
+    "",
+    "--loglevel",
+    "notice",
+    ...(options.extraArgs ?? []),
+  ];
+  const child = spawn(executable, args, { stdio: ["ignore", "pipe", "pipe"] });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  return new Promise((resolve, reject) => {
+    let output = "";
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes("Ready to accept connections")) {
+        child.stdout?.off("data", onData);
+        child.stdout?.resume();
+        resolve(handle(child, exited, port, options.dir));
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.once("error", (err: NodeJS.ErrnoException) => {
+      reject(err.code === "ENOENT" ? new RedisServerMissingError(executable) : err);
+    });
+    child.once("exit", (code, signal) => {
+      reject(new Error(`redis-server exited (${code ?? signal}) before it was ready:\n${output}`));
+    });
+  });
+}
+
+function handle(
+  child: ChildProcess,
+  exited: Promise<void>,
+  port: number,
+  dir: string,
+): RedisServerProcess {
+  const signal = async (name: NodeJS.Signals) => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(name);
+    await exited;
+  };
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    dir,
+    pid: child.pid ?? 0,
+    stop: () => signal("SIGTERM"),
+    kill: () => signal("SIGKILL"),
+  };
+}

@@ -1,0 +1,63 @@
+import { readdirSync, readFileSync } from "node:fs";
+import type { Cluster, Redis, Result } from "ioredis";
+
+/** Where the `.lua` files live, beside this module in the source tree and in `dist/`. */
+const LUA_DIR = new URL("./lua/", import.meta.url);
+
+/** One script: its command name, its number of keys and its body with includes inlined. */
+export interface ScriptSource {
+  readonly name: string;
+  readonly numberOfKeys: number;
+  readonly lua: string;
+}
+
+/**
+ * Reads every `<name>-<numKeys>.lua` file and inlines its `--- @include "<file>"` lines
+ * from `lua/includes/`, as bullmq does, so that shared fold code is written once.
+ */
+export function loadScripts(): readonly ScriptSource[] {
+  const include = (name: string) => readFileSync(new URL(`includes/${name}.lua`, LUA_DIR), "utf8");
+  return readdirSync(LUA_DIR)
+    .filter((file) => file.endsWith(".lua"))
+    .map((file) => {
+      const match = /^([a-zA-Z]+)-(\d+)\.lua$/.exec(file);
+      if (!match) throw new Error(`script file ${file} is not named <name>-<numKeys>.lua`);
+      const body = readFileSync(new URL(file, LUA_DIR), "utf8").replace(
+        /^--- @include "([a-z-]+)"$/gm,
+        (_, name: string) => include(name),
+      );
+      return { name: match[1] as string, numberOfKeys: Number(match[2]), lua: body };
+    });
+}
+
+let cached: readonly ScriptSource[] | undefined;
+
+/** Registers every script on a client with `defineCommand`, once per client. */
+export function defineScripts(client: Redis | Cluster): void {
+  cached ??= loadScripts();
+  for (const script of cached) {
+    client.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
+  }
+}
+
+/** A script's raw reply: Redis arrays of strings, numbers and nested arrays. */
+export type ScriptReply = (string | number | null | ScriptReply)[];
+
+declare module "ioredis" {
+  interface RedisCommander<Context> {
+    /** lua/offer-3.lua */
+    offer(
+      log: string,
+      projection: string,
+      changes: string,
+      ...argv: string[]
+    ): Result<ScriptReply, Context>;
+    /** lua/settle-3.lua */
+    settle(
+      log: string,
+      projection: string,
+      changes: string,
+      ...argv: string[]
+    ): Result<ScriptReply, Context>;
+  }
+}

@@ -1,0 +1,92 @@
+import type { Cluster, Redis } from "ioredis";
+import type { Suggestion } from "../gen/oda/suggest/v1/suggestion_pb.js";
+import { LIFETIME_LIMIT, OPEN_LIMIT } from "./errors.js";
+import { foldLog, type LogRecord, parseEntries, type SuggestionLists } from "./fold.js";
+import { sessionKeys } from "./keys.js";
+
+/** An offer as the tool hands it to the store: fields already trimmed and checked. */
+export interface NewOffer {
+  readonly id: string;
+  readonly turnId: string;
+  readonly toolCallId: string;
+  readonly title: string;
+  readonly tldr: string;
+  readonly brief: string;
+}
+
+/** What the atomic offer step answered; mirrors the status codes of lua/offer-3.lua. */
+export type OfferOutcome =
+  | { readonly kind: "recorded" | "duplicate"; readonly suggestion: Suggestion }
+  | { readonly kind: "lifetime-limit" | "open-limit" | "turn-limit" | "quota-ok" };
+
+/** The status codes of lua/offer-3.lua. */
+enum OfferStatus {
+  Recorded = 0,
+  Duplicate = 1,
+  LifetimeLimit = 2,
+  OpenLimit = 3,
+  TurnLimit = 4,
+  Checked = 5,
+}
+
+/**
+ * One session's suggestions on Redis: the stream is the truth, the projection hash a
+ * cache the scripts keep and rebuild (see lua/includes/projection.lua).
+ */
+export class SuggestionStore {
+  constructor(readonly redis: Redis | Cluster) {}
+
+  /**
+   * The quota checks and the append as one atomic step, in one round trip. With
+   * `checkOnly` (the fields are invalid) it only says whether the quotas would allow an
+   * offer, so that quota refusals still come before field refusals.
+   */
+  async offer(sessionId: string, offer: NewOffer, checkOnly: boolean): Promise<OfferOutcome> {
+    const keys = sessionKeys(sessionId);
+    const reply = await this.redis.offer(
+      keys.log,
+      keys.projection,
+      keys.changes,
+      offer.id,
+      offer.turnId,
+      offer.toolCallId,
+      offer.title,
+      offer.tldr,
+      offer.brief,
+      checkOnly ? "check" : "append",
+      String(LIFETIME_LIMIT),
+      String(OPEN_LIMIT),
+    );
+    const status = reply[0] as OfferStatus;
+    switch (status) {
+      case OfferStatus.Recorded:
+      case OfferStatus.Duplicate: {
+        const [record] = parseEntries([[reply[2] as string, reply[3] as string[]]]);
+        const suggestion = foldLog(sessionId, [record as LogRecord]).open[0];
+        if (suggestion === undefined) throw new Error("offer script answered no offer record");
+        return { kind: status === OfferStatus.Recorded ? "recorded" : "duplicate", suggestion };
+      }
+      case OfferStatus.LifetimeLimit:
+        return { kind: "lifetime-limit" };
+      case OfferStatus.OpenLimit:
+        return { kind: "open-limit" };
+      case OfferStatus.TurnLimit:
+        return { kind: "turn-limit" };
+      case OfferStatus.Checked:
+        return { kind: "quota-ok" };
+      default:
+        throw new Error(`offer script answered an unknown status ${String(reply[0])}`);
+    }
+  }
+
+  /** Every record of a session's log, in stream order. */
+  async readLog(sessionId: string): Promise<LogRecord[]> {
+    const entries = await this.redis.xrange(sessionKeys(sessionId).log, "-", "+");
+    return parseEntries(entries);
+  }
+
+  /** A session's lists, folded from its log. */
+  async lists(sessionId: string): Promise<SuggestionLists> {
+    return foldLog(sessionId, await this.readLog(sessionId));
+  }
+}

@@ -1,0 +1,40 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+
+/** Session, chat and suggestion ids: 1 to 128 characters of `[A-Za-z0-9._:-]`. */
+const ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Turn and tool-call ids are the runtime's; they become hash fields, never keys. */
+const RUNTIME_ID_PATTERN = /^[A-Za-z0-9._:-]{1,256}$/;
+
+/** True when `id` may name a session, chat or suggestion. */
+export function isValidId(id: string): boolean {
+  return ID_PATTERN.test(id);
+}
+
+/**
+ * Checks an id that the request must carry; INVALID_ARGUMENT when it is missing or
+ * malformed, naming the field, so that no caller's text reaches Redis as a key.
+ */
+export function requireId(field: string, value: string): string {
+  if (value === "") {
+    throw new ConnectError(`${field} is required`, Code.InvalidArgument);
+  }
+  if (!ID_PATTERN.test(value)) {
+    throw new ConnectError(
+      `${field} must be 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'`,
+      Code.InvalidArgument,
+    );
+  }
+  return value;
+}
+
+/** Checks an optional runtime id (turn, tool call): empty is allowed, malformed is not. */
+export function checkRuntimeId(field: string, value: string): string {
+  if (value !== "" && !RUNTIME_ID_PATTERN.test(value)) {
+    throw new ConnectError(
+      `${field} must be at most 256 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'`,
+      Code.InvalidArgument,
+    );
+  }
+  return value;
+}

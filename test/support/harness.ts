@@ -1,0 +1,143 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { create } from "@bufbuild/protobuf";
+import { type Client, createClient, type Transport } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Redis } from "ioredis";
+import { inject } from "vitest";
+import {
+  FolderKind,
+  LocalHostService,
+  type Session,
+  SessionSchema,
+} from "../../gen/oda/suggest/v1/chat_host_pb.js";
+import { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import {
+  freePort,
+  type RedisServerProcess,
+  startRedisServer,
+} from "../../server/redis-server-process.js";
+import { type SuggestServer, startSuggestServer } from "../../server/server.js";
+
+/** The suite's shared redis-server (test/support/global-setup.ts). */
+export function sharedRedisUrl(): string {
+  return inject("redisUrl");
+}
+
+/** A session id no other test uses. */
+export function uniqueId(prefix = "s"): string {
+  return `${prefix}-${randomUUID()}`;
+}
+
+/** Default settings of a test server: port 0 on loopback. */
+export const testServerSettings = {
+  host: "127.0.0.1",
+  port: 0,
+  chatHostUrl: undefined,
+  readMaxBytes: 256 * 1024,
+  maxTimeoutMs: 60_000,
+  shutdownGraceMs: 2_000,
+} as const;
+
+/** A server in this process, listening on a real port (HTTP/2 and HTTP/1.1). */
+export async function startTestServer(
+  redisUrl = sharedRedisUrl(),
+  overrides: Partial<Parameters<typeof startSuggestServer>[0]> = {},
+): Promise<SuggestServer> {
+  return startSuggestServer({ ...testServerSettings, redisUrl, ...overrides });
+}
+
+/** Clients of a server over real gRPC on HTTP/2. */
+export interface Clients {
+  readonly transport: Transport;
+  readonly suggestions: Client<typeof SuggestionService>;
+  readonly local: Client<typeof LocalHostService>;
+}
+
+/** gRPC clients of the server at `baseUrl`. */
+export function grpcClients(baseUrl: string): Clients {
+  const transport = createGrpcTransport({ baseUrl });
+  return {
+    transport,
+    suggestions: createClient(SuggestionService, transport),
+    local: createClient(LocalHostService, transport),
+  };
+}
+
+/** Puts a session on the embedded host: a normal folder in a workspace unless told otherwise. */
+export async function putSession(
+  clients: Clients,
+  init: Partial<Omit<Session, "$typeName">> & { sessionId: string },
+): Promise<Session> {
+  const session = create(SessionSchema, {
+    workspaceId: "ws-1",
+    folder: FolderKind.NORMAL,
+    ...init,
+  });
+  await clients.local.putSession({ session });
+  return session;
+}
+
+/** A temporary folder removed by the returned function. */
+export function tempDir(prefix: string): { dir: string; remove: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), `suggest-task-${prefix}-`));
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** A redis-server of a test's own, which it may kill and restart (AOF on). */
+export async function ownRedis(): Promise<RedisServerProcess & { remove: () => void }> {
+  const { dir, remove } = tempDir("redis");
+  const server = await startRedisServer({ dir });
+  return Object.assign(server, { remove });
+}
+
+/** A plain Redis client for reading what a call recorded. */
+export function redisClient(url = sharedRedisUrl()): Redis {
+  return new Redis(url, { maxRetriesPerRequest: 1 });
+}
+
+/** A service process of its own (server/main.ts under tsx), which a test may kill -9. */
+export interface ServiceProcess {
+  readonly url: string;
+  readonly child: ChildProcess;
+  /** Waits for the process to exit; resolves its exit code or signal. */
+  readonly exited: Promise<number | string>;
+  kill(signal?: NodeJS.Signals): Promise<number | string>;
+}
+
+/** Spawns `server/main.ts` on a free port against `redisUrl`; resolves once it listens. */
+export async function spawnService(
+  redisUrl: string,
+  env: Record<string, string> = {},
+): Promise<ServiceProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--import", "tsx", "server/main.ts"], {
+    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), REDIS_URL: redisUrl, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const exited = new Promise<number | string>((resolve) =>
+    child.once("exit", (code, signal) => resolve(code ?? signal ?? -1)),
+  );
+  await new Promise<void>((resolve, reject) => {
+    let output = "";
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes("listening on")) resolve();
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    void exited.then((code) => reject(new Error(`service exited (${code}):\n${output}`)));
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    child,
+    exited,
+    kill: async (signal = "SIGKILL") => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
