@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from "ioredis";
-import type { Suggestion } from "../gen/oda/suggest/v1/suggestion_pb.js";
+import { type Suggestion, SuggestionState } from "../gen/oda/suggest/v1/suggestion_pb.js";
 import { LIFETIME_LIMIT, OPEN_LIMIT } from "./errors.js";
 import { foldLog, type LogRecord, parseEntries, type SuggestionLists } from "./fold.js";
 import { sessionKeys } from "./keys.js";
@@ -28,6 +28,27 @@ enum OfferStatus {
   TurnLimit = 4,
   Checked = 5,
 }
+
+/** The outcomes a settlement may record. */
+export type Outcome = "started" | "drafted" | "dismissed" | "restored";
+
+/** What the atomic settle step answered; mirrors the status codes of lua/settle-3.lua. */
+export interface SettleOutcome {
+  readonly kind: "recorded" | "already" | "not-found" | "not-open" | "open-limit";
+  /** The offer's standing after the call (before it, for refusals). */
+  readonly state: SuggestionState;
+  /** The started chat, when the offer stands started. */
+  readonly chatId: string;
+}
+
+const SETTLE_KINDS = ["recorded", "already", "not-found", "not-open", "open-limit"] as const;
+
+const STATES: Readonly<Record<string, SuggestionState>> = {
+  open: SuggestionState.OPEN,
+  started: SuggestionState.STARTED,
+  drafted: SuggestionState.DRAFTED,
+  dismissed: SuggestionState.DISMISSED,
+};
 
 /**
  * One session's suggestions on Redis: the stream is the truth, the projection hash a
@@ -77,6 +98,39 @@ export class SuggestionStore {
       default:
         throw new Error(`offer script answered an unknown status ${String(reply[0])}`);
     }
+  }
+
+  /**
+   * Settles an offer if the outcome fits its standing, as one atomic step: started,
+   * drafted and dismissed fit an open offer, restored a dismissed one while fewer than
+   * the open limit are open. An offer that already stands as asked answers `already`
+   * and records nothing.
+   */
+  async settle(
+    sessionId: string,
+    suggestionId: string,
+    outcome: Outcome,
+    chatId = "",
+  ): Promise<SettleOutcome> {
+    const keys = sessionKeys(sessionId);
+    const reply = await this.redis.settle(
+      keys.log,
+      keys.projection,
+      keys.changes,
+      suggestionId,
+      outcome,
+      chatId,
+      String(OPEN_LIMIT),
+    );
+    const kind = SETTLE_KINDS[reply[0] as number];
+    if (kind === undefined) {
+      throw new Error(`settle script answered an unknown status ${String(reply[0])}`);
+    }
+    return {
+      kind,
+      state: STATES[reply[1] as string] ?? SuggestionState.UNSPECIFIED,
+      chatId: reply[2] as string,
+    };
   }
 
   /** Every record of a session's log, in stream order. */

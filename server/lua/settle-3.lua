@@ -1,0 +1,68 @@
+--[[
+  Settles one offer, or says why not: the standing check and the append are this one
+  atomic step.
+
+  KEYS[1] log         the session's stream
+  KEYS[2] projection  the fold cache (includes/projection.lua)
+  KEYS[3] changes     the session's pub/sub channel
+
+  ARGV[1] id          the offer's id
+  ARGV[2] outcome     started | drafted | dismissed | restored
+  ARGV[3] chat_id     the new chat, for started; else empty
+  ARGV[4] open limit  (3), for restored
+
+  Result: { status, standing, chat id }, standing being the offer's after the call
+    0 RECORDED   the settlement was appended
+    1 ALREADY    the offer already stands as asked (same outcome; restored: open);
+                 nothing recorded, so a re-sent call is harmless
+    2 NOT_FOUND  no offer with that id
+    3 NOT_OPEN   the outcome does not fit the offer's standing
+    4 OPEN_LIMIT restored, and the open limit is reached
+]]
+--- @include "projection"
+
+local log, proj, changes = KEYS[1], KEYS[2], KEYS[3]
+local id, outcome, chat = ARGV[1], ARGV[2], ARGV[3]
+
+catchUp(log, proj)
+
+local state = redis.call('HGET', proj, 's:' .. id)
+if not state then
+  return { 2, '', '' }
+end
+local function chatOf()
+  return redis.call('HGET', proj, 'k:' .. id) or ''
+end
+
+if outcome == 'restored' then
+  if state == 'open' then
+    return { 1, state, '' }
+  end
+  if state ~= 'dismissed' then
+    return { 3, state, chatOf() }
+  end
+  if tonumber(redis.call('HGET', proj, 'open') or '0') >= tonumber(ARGV[4]) then
+    return { 4, state, '' }
+  end
+else
+  if state == outcome then
+    return { 1, state, chatOf() }
+  end
+  if state ~= 'open' then
+    return { 3, state, chatOf() }
+  end
+end
+
+local record = { 'type', 'settled', 'id', id, 'outcome', outcome }
+if outcome == 'started' then
+  record[#record + 1] = 'chat'
+  record[#record + 1] = chat
+end
+record[#record + 1] = 'time'
+record[#record + 1] = nowMs()
+appendRecord(log, proj, changes, record)
+local after = outcome
+if outcome == 'restored' then
+  after = 'open'
+end
+return { 0, after, chat }
