@@ -1,5 +1,5 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { type Client, createClient } from "@connectrpc/connect";
+import { type Client, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import {
   ChatHostService,
@@ -28,7 +28,26 @@ export interface ChatHost {
   ): Promise<PostMessageResponse>;
 }
 
-/** A client of a remote `ChatHostService` over gRPC (`CHAT_HOST_URL`). */
-export function createRemoteChatHost(baseUrl: string): Client<typeof ChatHostService> {
-  return createClient(ChatHostService, createGrpcTransport({ baseUrl }));
+/**
+ * A client of a remote `ChatHostService` over gRPC (`CHAT_HOST_URL`). Every call has a
+ * deadline (`timeoutMs`), so a host that hangs answers DEADLINE_EXCEEDED, which the
+ * handlers report as UNAVAILABLE (`dependencyError`), instead of holding the call open.
+ */
+export function createRemoteChatHost(
+  baseUrl: string,
+  options: { readonly timeoutMs?: number; readonly token?: string | undefined } = {},
+): Client<typeof ChatHostService> {
+  const { token } = options;
+  const bearer: Interceptor = (next) => (req) => {
+    if (token !== undefined) req.header.set("authorization", `Bearer ${token}`);
+    return next(req);
+  };
+  return createClient(
+    ChatHostService,
+    createGrpcTransport({
+      baseUrl,
+      defaultTimeoutMs: options.timeoutMs ?? 10_000,
+      interceptors: [bearer],
+    }),
+  );
 }

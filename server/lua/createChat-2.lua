@@ -1,0 +1,22 @@
+--[[
+  The embedded host's CreateChat: creates a chat once per idempotency key. The chat id
+  is derived from the key by the caller, so a retried or concurrent call with the same
+  key lands on these same keys and finds the chat already there.
+
+  KEYS[1] chat     the chat's record (a serialized Chat without messages)
+  KEYS[2] session  the chat's session (a serialized Session): a started chat is itself a
+                   session that can offer suggestions
+
+  ARGV[1] chat     the serialized Chat to store
+  ARGV[2] session  the serialized Session to store
+
+  Result:
+    1  created now
+    0  the chat already existed; nothing was written
+]]
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('SET', KEYS[2], ARGV[2])
+return 1
