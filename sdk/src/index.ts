@@ -1,0 +1,83 @@
+/**
+ * @oda/suggest-task: a typed client of the suggest-task service and the suggest_task tool
+ * for model APIs.
+ *
+ * - Clients: `createSuggestionClient`, `createChatHostClient`, `createLocalHostClient`.
+ * - Errors: one class per `task-suggestion/*` code and `SuggestTaskRefusalError`, with a type
+ *   guard each and `toSuggestionError` for errors from other clients.
+ * - The tool: `suggestTaskTool` (JSON Schema read from the proto's options), adapters for
+ *   Anthropic, OpenAI and MCP, and `callSuggestTaskTool` for the runtime's side of a call.
+ * - Hosts: `chatHostRoutes` to serve `ChatHostService`, `isPersonInstruction`.
+ * - Every generated message, enum and service of `oda.suggest.v1`, and `google.rpc.ErrorInfo`.
+ *
+ * @packageDocumentation
+ */
+
+export * from "../../gen/google/rpc/error_details_pb.js";
+export * from "../../gen/oda/suggest/v1/chat_host_pb.js";
+export * from "../../gen/oda/suggest/v1/suggestion_pb.js";
+export * from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+export * from "../../gen/oda/suggest/v1/tool_options_pb.js";
+export { type ChatHostImpl, chatHostRoutes, isPersonInstruction } from "./chat-host.js";
+export {
+  type ChatHostClient,
+  createChatHostClient,
+  createLocalHostClient,
+  createSuggestionClient,
+  type LocalHostClient,
+  type SuggestionClient,
+} from "./clients.js";
+export {
+  isSuggestionNotFoundError,
+  isSuggestionNotOpenError,
+  isSuggestionOpenLimitError,
+  isSuggestTaskRefusalError,
+  isTaskSuggestionError,
+  isWorkspaceMissingError,
+  SuggestionErrorCode,
+  SuggestionNotFoundError,
+  SuggestionNotOpenError,
+  SuggestionOpenLimitError,
+  SuggestTaskRefusalError,
+  SuggestTaskServiceError,
+  TaskSuggestionError,
+  toSuggestionError,
+  typedErrorsInterceptor,
+  WorkspaceMissingError,
+} from "./errors.js";
+export {
+  type AnthropicTool,
+  anthropicTool,
+  type McpTool,
+  mcpTool,
+  type OpenAIFunctionTool,
+  openAITool,
+  suggestTaskTool,
+  type ToolDefinition,
+  type ToolInputSchema,
+  type ToolStringProperty,
+  toolDefinition,
+} from "./tool.js";
+export {
+  callSuggestTaskTool,
+  readSuggestTaskArguments,
+  type SuggestTaskArguments,
+  type SuggestTaskToolResult,
+  type ToolCallContextInit,
+} from "./tool-call.js";
+export {
+  readToolDeclaration,
+  suggestTaskDeclaration,
+  type ToolArgument,
+  type ToolDeclaration,
+} from "./tool-declaration.js";
+export {
+  bearerToken,
+  type ClientOptions,
+  clientTransport,
+  type GivenTransportOptions,
+  interceptTransport,
+  type Protocol,
+  type TokenSource,
+  type UrlTransportOptions,
+} from "./transport.js";
