@@ -1,24 +1,65 @@
-import { Code, ConnectError } from "@connectrpc/connect";
-import type {
-  GetSuggestionRequest,
-  GetSuggestionResponse,
-  ListSuggestionsRequest,
-  ListSuggestionsResponse,
+import { create } from "@bufbuild/protobuf";
+import {
+  type GetSuggestionRequest,
+  type GetSuggestionResponse,
+  GetSuggestionResponseSchema,
+  type ListSuggestionsRequest,
+  type ListSuggestionsResponse,
+  ListSuggestionsResponseSchema,
 } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
-import type { SuggestionServiceDeps } from "./suggestion-service.js";
+import { dependencyError, SuggestionErrorCode, suggestionError } from "./errors.js";
+import type { SuggestionLists } from "./fold.js";
+import type { SuggestionStore } from "./suggestion-store.js";
+import { requireId } from "./validate.js";
 
-/** ListSuggestions: open offers newest first, settled ones in offer order. (issue 3) */
-export async function listSuggestions(
-  _deps: SuggestionServiceDeps,
-  _request: ListSuggestionsRequest,
-): Promise<ListSuggestionsResponse> {
-  throw new ConnectError("ListSuggestions is not implemented yet", Code.Unimplemented);
+/** What the list and get handlers need. */
+export interface ListSuggestionsDeps {
+  readonly store: SuggestionStore;
 }
 
-/** GetSuggestion: one suggestion as it stands. (issue 3) */
+/**
+ * A session's lists, folded from its stream (never from the projection, which is only a
+ * cache of the scripts); a Redis failure is UNAVAILABLE. An unknown session has empty
+ * lists: the log of a chat that never offered anything is simply empty.
+ */
+export async function readLists(
+  store: SuggestionStore,
+  sessionId: string,
+): Promise<SuggestionLists> {
+  try {
+    return await store.lists(sessionId);
+  } catch (err) {
+    throw dependencyError(err, "the suggestion store");
+  }
+}
+
+/**
+ * ListSuggestions: open offers newest first, settled ones in the order their offers
+ * appeared (so a restored offer returns to its place by offer time), each with its
+ * state, times, turn and, when started, its chat. Pinned by test/list.test.ts.
+ */
+export async function listSuggestions(
+  deps: ListSuggestionsDeps,
+  request: ListSuggestionsRequest,
+): Promise<ListSuggestionsResponse> {
+  const sessionId = requireId("session_id", request.sessionId);
+  const { open, settled } = await readLists(deps.store, sessionId);
+  return create(ListSuggestionsResponseSchema, { open, settled });
+}
+
+/**
+ * GetSuggestion: one suggestion as the fold gives it; `task-suggestion/not-found` when
+ * the session's log holds no offer with that id.
+ */
 export async function getSuggestion(
-  _deps: SuggestionServiceDeps,
-  _request: GetSuggestionRequest,
+  deps: ListSuggestionsDeps,
+  request: GetSuggestionRequest,
 ): Promise<GetSuggestionResponse> {
-  throw new ConnectError("GetSuggestion is not implemented yet", Code.Unimplemented);
+  const sessionId = requireId("session_id", request.sessionId);
+  const suggestionId = requireId("suggestion_id", request.suggestionId);
+  const suggestion = (await readLists(deps.store, sessionId)).byId.get(suggestionId);
+  if (suggestion === undefined) {
+    throw suggestionError({ code: SuggestionErrorCode.NotFound, suggestionId });
+  }
+  return create(GetSuggestionResponseSchema, { suggestion });
 }

@@ -1,0 +1,196 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Redis } from "ioredis";
+import { expect } from "vitest";
+import { type ErrorInfo, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import {
+  AgentRole,
+  type Suggestion,
+  type SuggestionError,
+  SuggestionErrorSchema,
+  SuggestionState,
+} from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import type { WatchSuggestionsResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import { sessionKeys } from "../../server/keys.js";
+import type { Clients } from "./harness.js";
+
+let turns = 0;
+
+/** Offers one suggestion through SuggestTask, on a turn of its own; answers it. */
+export async function offerOne(clients: Clients, sessionId: string, title = "Follow up") {
+  turns++;
+  const res = await clients.suggestions.suggestTask({
+    context: { sessionId, turnId: `turn-${turns}`, role: AgentRole.TOP_LEVEL, toolCallId: "" },
+    args: { title, tldr: "Worth doing", brief: "Do the follow-up." },
+  });
+  if (res.suggestion === undefined) throw new Error("SuggestTask answered no suggestion");
+  return res.suggestion;
+}
+
+/** Ids of a list, in order. */
+export function ids(list: readonly Suggestion[]): string[] {
+  return list.map((s) => s.id);
+}
+
+/** A failed call as the wire carries it. */
+export interface WireFailure {
+  readonly message: string;
+  readonly code: Code;
+  readonly detail: SuggestionError | undefined;
+  readonly info: ErrorInfo | undefined;
+}
+
+/** Awaits a call that must fail and reads its SuggestionError and ErrorInfo. */
+export async function failureOf(call: Promise<unknown>): Promise<WireFailure> {
+  const err = await call.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(err instanceof ConnectError))
+    throw new Error(`expected a ConnectError, got ${String(err)}`);
+  return {
+    message: err.rawMessage,
+    code: err.code,
+    detail: err.findDetails(SuggestionErrorSchema)[0],
+    info: err.findDetails(ErrorInfoSchema)[0],
+  };
+}
+
+/** Asserts task-suggestion/not-found for `id`: message, code, payload and ErrorInfo. */
+export function expectNotFound(f: WireFailure, id: string): void {
+  expect(f.message).toBe(`no suggestion "${id}"`);
+  expect(Code[f.code]).toBe("NotFound");
+  expect(f.detail?.code).toBe("task-suggestion/not-found");
+  expect(f.detail?.payload).toEqual({
+    case: "notFound",
+    value: expect.objectContaining({ suggestionId: id }),
+  });
+  expect(f.info).toMatchObject({
+    domain: "task-suggestion",
+    reason: "NOT_FOUND",
+    metadata: { suggestionId: id },
+  });
+}
+
+/** Asserts task-suggestion/not-open for `id` standing as `state`. */
+export function expectNotOpen(f: WireFailure, id: string, state: SuggestionState): void {
+  const word = SuggestionState[state].toLowerCase();
+  expect(f.message).toBe(`suggestion "${id}" is ${word}`);
+  expect(Code[f.code]).toBe("FailedPrecondition");
+  expect(f.detail?.code).toBe("task-suggestion/not-open");
+  expect(f.detail?.payload).toEqual({
+    case: "notOpen",
+    value: expect.objectContaining({ suggestionId: id, state }),
+  });
+  expect(f.info).toMatchObject({
+    domain: "task-suggestion",
+    reason: "NOT_OPEN",
+    metadata: { suggestionId: id, state: word },
+  });
+}
+
+/** Asserts task-suggestion/open-limit with limit 3. */
+export function expectOpenLimit(f: WireFailure): void {
+  expect(f.message).toBe("3 suggestions are already open");
+  expect(Code[f.code]).toBe("ResourceExhausted");
+  expect(f.detail?.code).toBe("task-suggestion/open-limit");
+  expect(f.detail?.payload).toEqual({
+    case: "openLimit",
+    value: expect.objectContaining({ limit: 3 }),
+  });
+  expect(f.info).toMatchObject({
+    domain: "task-suggestion",
+    reason: "OPEN_LIMIT",
+    metadata: { limit: "3" },
+  });
+}
+
+/** Every record of a session's stream, as field maps, in stream order. */
+export async function logRecords(
+  redis: Redis,
+  sessionId: string,
+): Promise<Record<string, string>[]> {
+  const entries = await redis.xrange(sessionKeys(sessionId).log, "-", "+");
+  return entries.map(([, flat]) => {
+    const fields: Record<string, string> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) fields[flat[i] as string] = flat[i + 1] as string;
+    return fields;
+  });
+}
+
+/** Appends a hand-written record straight onto a session's stream, as another writer might. */
+export async function appendRaw(
+  redis: Redis,
+  sessionId: string,
+  fields: Record<string, string>,
+): Promise<string> {
+  const id = await redis.xadd(sessionKeys(sessionId).log, "*", ...Object.entries(fields).flat());
+  if (id === null) throw new Error("XADD answered no id");
+  return id;
+}
+
+/** A running WatchSuggestions call whose messages are collected as they come. */
+export interface WatchCapture {
+  readonly messages: WatchSuggestionsResponse[];
+  /** Settles when the stream ends: undefined on a clean end, else the error. */
+  readonly ended: Promise<unknown>;
+  /** Resolves the first message at or after `from` that satisfies `test`. */
+  waitFor(
+    test: (m: WatchSuggestionsResponse) => boolean,
+    from?: number,
+    timeoutMs?: number,
+  ): Promise<WatchSuggestionsResponse>;
+  /** Cancels the call (the client leaves). */
+  cancel(): void;
+}
+
+/** Starts WatchSuggestions and collects what it sends. */
+export function watch(clients: Clients, sessionId: string): WatchCapture {
+  const abort = new AbortController();
+  const messages: WatchSuggestionsResponse[] = [];
+  const waiters = new Set<() => void>();
+  const ended = (async () => {
+    try {
+      for await (const m of clients.suggestions.watchSuggestions(
+        { sessionId },
+        { signal: abort.signal },
+      )) {
+        messages.push(m);
+        for (const w of waiters) w();
+      }
+      return undefined;
+    } catch (err) {
+      return err;
+    } finally {
+      for (const w of waiters) w();
+    }
+  })();
+  let done = false;
+  void ended.then(() => {
+    done = true;
+  });
+  const waitFor: WatchCapture["waitFor"] = (test, from = 0, timeoutMs = 5_000) =>
+    new Promise((resolve, reject) => {
+      const check = () => {
+        const found = messages.slice(from).find(test);
+        if (found !== undefined) {
+          finish();
+          resolve(found);
+        } else if (done) {
+          finish();
+          reject(new Error(`the watch ended after ${messages.length} messages`));
+        }
+      };
+      const timer = setTimeout(() => {
+        finish();
+        reject(new Error(`no matching watch message in ${timeoutMs} ms (${messages.length} seen)`));
+      }, timeoutMs);
+      const finish = () => {
+        clearTimeout(timer);
+        waiters.delete(check);
+      };
+      waiters.add(check);
+      void ended.then(check);
+      check();
+    });
+  return { messages, ended, waitFor, cancel: () => abort.abort() };
+}
