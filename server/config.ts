@@ -1,3 +1,5 @@
+import { ROLES, type Role, type TokenGrant } from "./auth.js";
+
 /** The service's settings. `main.ts` is the only module that reads them from the environment. */
 export interface ServiceConfig {
   /** Address to listen on. */
@@ -8,6 +10,8 @@ export interface ServiceConfig {
   readonly redisUrl: string | undefined;
   /** A remote `ChatHostService`; unset: the embedded host is used and served. */
   readonly chatHostUrl: string | undefined;
+  /** The bearer token sent to the remote chat host, if it asks for one. */
+  readonly chatHostToken: string | undefined;
   /** Where the private `redis-server` keeps its data. */
   readonly dataDir: string;
   /** The largest request body accepted, in bytes. */
@@ -16,6 +20,21 @@ export interface ServiceConfig {
   readonly maxTimeoutMs: number;
   /** How long shutdown waits for calls in flight, in ms. */
   readonly shutdownGraceMs: number;
+  /** The deadline of a unary call whose caller set none, in ms. */
+  readonly defaultDeadlineMs: number;
+  /** Bearer tokens and their roles; none: no auth, and loopback only. */
+  readonly authTokens: readonly TokenGrant[];
+  /** A PEM certificate and key for TLS; unset: cleartext (h2c and HTTP/1.1). */
+  readonly tlsCertFile: string | undefined;
+  readonly tlsKeyFile: string | undefined;
+  /** pino's level for the call log: fatal, error, warn, info, debug, trace or silent. */
+  readonly logLevel: string;
+  /** The lifetime of a Start's single-flight lock, in ms; its holder renews it. */
+  readonly startLockTtlMs: number;
+  /** The longest a Start holds its lock by renewing it, in ms; then it lapses. */
+  readonly startLockMaxHoldMs: number;
+  /** The deadline of each call to a remote chat host, in ms. */
+  readonly chatHostTimeoutMs: number;
 }
 
 /** The defaults, frozen. */
@@ -24,10 +43,19 @@ export const defaultConfig: Readonly<ServiceConfig> = Object.freeze({
   port: 8080,
   redisUrl: undefined,
   chatHostUrl: undefined,
+  chatHostToken: undefined,
   dataDir: ".data",
   readMaxBytes: 256 * 1024,
   maxTimeoutMs: 60_000,
   shutdownGraceMs: 10_000,
+  defaultDeadlineMs: 30_000,
+  authTokens: Object.freeze([]) as readonly TokenGrant[],
+  tlsCertFile: undefined,
+  tlsKeyFile: undefined,
+  logLevel: "info",
+  startLockTtlMs: 10_000,
+  startLockMaxHoldMs: 60_000,
+  chatHostTimeoutMs: 10_000,
 });
 
 /** A setting that cannot be used; its message names the variable. */
@@ -62,16 +90,76 @@ function url(env: Env, name: string, protocols: readonly string[]): string | und
   return raw;
 }
 
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+/** `role:token` entries separated by commas, e.g. `agent:s3cret,app:0th3r`. */
+function tokens(env: Env, name: string): readonly TokenGrant[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === "") return [];
+  return raw.split(",").map((entry) => {
+    const at = entry.indexOf(":");
+    const role = entry.slice(0, at).trim() as Role;
+    const token = entry.slice(at + 1).trim();
+    if (at < 0 || !ROLES.includes(role) || !/^[\x21-\x7e]{16,}$/.test(token)) {
+      throw new ConfigError(
+        `${name} must be role:token entries separated by commas, each role one of ${ROLES.join(", ")} and each token at least 16 printable characters`,
+      );
+    }
+    return { role, token };
+  });
+}
+
+function tlsFiles(env: Env): { cert: string | undefined; key: string | undefined } {
+  const cert = env.TLS_CERT_FILE || undefined;
+  const key = env.TLS_KEY_FILE || undefined;
+  if ((cert === undefined) !== (key === undefined)) {
+    throw new ConfigError("TLS_CERT_FILE and TLS_KEY_FILE must be set together");
+  }
+  return { cert, key };
+}
+
 /** Reads the settings from environment variables; a bad value throws a ConfigError. */
 export function configFromEnv(env: Env): ServiceConfig {
+  const logLevel = env.LOG_LEVEL || defaultConfig.logLevel;
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")} (got "${logLevel}")`);
+  }
+  const tls = tlsFiles(env);
   return {
     host: env.HOST || defaultConfig.host,
+    defaultDeadlineMs: integer(
+      env,
+      "DEFAULT_DEADLINE_MS",
+      defaultConfig.defaultDeadlineMs,
+      1,
+      3_600_000,
+    ),
+    authTokens: tokens(env, "AUTH_TOKENS"),
+    tlsCertFile: tls.cert,
+    tlsKeyFile: tls.key,
+    logLevel,
     port: integer(env, "PORT", defaultConfig.port, 0, 65535),
     redisUrl: url(env, "REDIS_URL", ["redis:", "rediss:"]),
     chatHostUrl: url(env, "CHAT_HOST_URL", ["http:", "https:"]),
+    chatHostToken: env.CHAT_HOST_TOKEN || undefined,
     dataDir: env.DATA_DIR || defaultConfig.dataDir,
     readMaxBytes: integer(env, "MAX_REQUEST_BYTES", defaultConfig.readMaxBytes, 1024, 64 << 20),
     maxTimeoutMs: integer(env, "MAX_DEADLINE_MS", defaultConfig.maxTimeoutMs, 1, 3_600_000),
     shutdownGraceMs: integer(env, "SHUTDOWN_GRACE_MS", defaultConfig.shutdownGraceMs, 0, 600_000),
+    startLockTtlMs: integer(env, "START_LOCK_TTL_MS", defaultConfig.startLockTtlMs, 50, 600_000),
+    startLockMaxHoldMs: integer(
+      env,
+      "START_LOCK_MAX_HOLD_MS",
+      defaultConfig.startLockMaxHoldMs,
+      0,
+      3_600_000,
+    ),
+    chatHostTimeoutMs: integer(
+      env,
+      "CHAT_HOST_TIMEOUT_MS",
+      defaultConfig.chatHostTimeoutMs,
+      1,
+      600_000,
+    ),
   };
 }

@@ -225,12 +225,26 @@ function describeFailure(f: SuggestionFailure): {
 }
 
 /**
+ * The codes with which a dependency's client reports that the dependency is down, timed
+ * out or broken, rather than answering the request: reported as UNAVAILABLE.
+ */
+const DEPENDENCY_DOWN: ReadonlySet<Code> = new Set([
+  Code.Unavailable,
+  Code.DeadlineExceeded,
+  Code.Unknown,
+  Code.Internal,
+  Code.DataLoss,
+  Code.Unimplemented,
+]);
+
+/**
  * Maps a failure of Redis or of the chat host to a ConnectError, in one place: a
- * ConnectError passes through; anything else (a connection refused or closed, a command
- * timed out, ioredis's retries exhausted) is UNAVAILABLE, with the original as `cause`
- * for logs and never in the message.
+ * ConnectError that is the dependency's answer (NOT_FOUND, PERMISSION_DENIED, ...)
+ * passes through; anything else (a connection refused or closed, a call or command timed
+ * out, ioredis's retries exhausted, a remote host's INTERNAL) is UNAVAILABLE, with the
+ * original as `cause` for logs and never in the message.
  */
 export function dependencyError(err: unknown, what: string): ConnectError {
-  if (err instanceof ConnectError) return err;
+  if (err instanceof ConnectError && !DEPENDENCY_DOWN.has(err.code)) return err;
   return new ConnectError(`${what} is unavailable`, Code.Unavailable, undefined, undefined, err);
 }

@@ -32,6 +32,14 @@ export function startLockKey(sessionId: string, suggestionId: string): string {
   return `suggest:{${sessionId}}:start:${suggestionId}`;
 }
 
+/**
+ * The pub/sub channel on which a Start's lock holder tells waiters how it ended (the
+ * message is `<suggestion_id> <delivered|released>`), so that they wait without polling.
+ */
+export function startResultChannel(sessionId: string): string {
+  return `suggest:{${sessionId}}:start-results`;
+}
+
 /** The embedded host's keys of one session or chat (chats and sessions share one id space). */
 export interface HostKeys {
   /** The session as the host knows it (a serialized `Session`). */

@@ -13,7 +13,13 @@ import { startSuggestServer } from "./server.js";
  * always, data under DATA_DIR) and stops it on exit.
  */
 async function main(): Promise<void> {
-  const config = configFromEnv(process.env);
+  let config = configFromEnv(process.env);
+  if (config.authTokens.length === 0 && !isLoopback(config.host)) {
+    console.log(
+      `suggest-task: no AUTH_TOKENS are set, so it listens on loopback only (127.0.0.1), not on ${config.host}`,
+    );
+    config = { ...config, host: "127.0.0.1" };
+  }
   let privateRedis: RedisServerProcess | undefined;
   let redisUrl = config.redisUrl;
   if (redisUrl === undefined) {
@@ -22,6 +28,9 @@ async function main(): Promise<void> {
   }
   const server = await startSuggestServer({ ...config, redisUrl });
   const parts = [
+    config.authTokens.length === 0
+      ? "no auth (AUTH_TOKENS unset): loopback only"
+      : `bearer auth: ${config.authTokens.length} token(s)`,
     `suggest-task listening on ${server.url} (gRPC, Connect and gRPC-Web; h2c and HTTP/1.1)`,
     privateRedis
       ? `private redis-server on ${privateRedis.url}, data in ${privateRedis.dir}`
@@ -38,6 +47,11 @@ async function main(): Promise<void> {
   };
   process.once("SIGINT", () => void stop("SIGINT"));
   process.once("SIGTERM", () => void stop("SIGTERM"));
+}
+
+/** True for addresses only this machine can reach. */
+function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\./.test(host);
 }
 
 main().catch((err: unknown) => {

@@ -1,6 +1,7 @@
-import { type DescService, isMessage } from "@bufbuild/protobuf";
+import { isMessage } from "@bufbuild/protobuf";
 import { configureTextEncoding, getTextEncoding } from "@bufbuild/protobuf/wire";
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { CallHook } from "./call-pipeline.js";
 
 /** A lone surrogate: never the result of decoding valid UTF-8, nor valid in UTF-8 text. */
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
@@ -16,9 +17,8 @@ let configured = false;
  * protobuf-es rejects invalid UTF-8 in proto3 strings by throwing while it parses, and
  * connect-es turns every parse failure into INTERNAL before any interceptor or handler
  * runs. So the decoder never throws: text that is not valid UTF-8 is decoded with a
- * lone surrogate in front, which valid UTF-8 never yields, and `guardService` answers
- * INVALID_ARGUMENT for any request text holding a lone surrogate (JSON's "\ud800"
- * escapes included). Pinned by test/bad-input.test.ts. Process-wide and idempotent.
+ * lone surrogate in front, which valid UTF-8 never yields, and `wellFormedText` answers
+ * INVALID_ARGUMENT for any request text holding a lone surrogate. Pinned by test/bad-input.test.ts. Process-wide and idempotent.
  */
 export function configureUtf8Marking(): void {
   if (configured) return;
@@ -67,27 +67,9 @@ export function assertWellFormed(request: unknown): void {
   }
 }
 
-/**
- * Wraps a service implementation so that every call's request is checked before the
- * handler sees it. This wraps the implementation rather than living in a Connect
- * interceptor, so that any transport serving the same implementation applies it.
- */
-export function guardService<S extends DescService>(
-  service: S,
-  impl: ServiceImpl<S>,
-): ServiceImpl<S> {
-  const guarded: Record<string, unknown> = {};
-  for (const method of service.methods) {
-    const handler = (impl as Record<string, unknown>)[method.localName];
-    if (typeof handler !== "function") continue;
-    if (method.methodKind === "unary" || method.methodKind === "server_streaming") {
-      guarded[method.localName] = (request: unknown, context: unknown) => {
-        assertWellFormed(request);
-        return handler.call(impl, request, context);
-      };
-    } else {
-      guarded[method.localName] = handler.bind(impl);
-    }
-  }
-  return guarded as ServiceImpl<S>;
-}
+/** The pipeline's check that a request's text is valid UTF-8 (see `configureUtf8Marking`). */
+export const wellFormedText: CallHook = {
+  before(call) {
+    assertWellFormed(call.request);
+  },
+};

@@ -59,5 +59,29 @@ declare module "ioredis" {
       changes: string,
       ...argv: string[]
     ): Result<ScriptReply, Context>;
+    /** lua/extendLock-1.lua: 1 when the caller still holds the lock. */
+    extendLock(lock: string, token: string, ttlMs: string): Result<number, Context>;
+    /** lua/releaseLock-2.lua: 1 when the caller held the lock. */
+    releaseLock(
+      lock: string,
+      channel: string,
+      token: string,
+      message: string,
+    ): Result<number, Context>;
+    /** lua/createChat-2.lua: 1 created, 0 existed. */
+    createChat(
+      chat: string,
+      session: string,
+      chatBytes: Buffer,
+      sessionBytes: Buffer,
+    ): Result<number, Context>;
+    /** lua/postMessage-3.lua: 0 posted, 1 already posted, 2 no such chat. */
+    postMessage(
+      session: string,
+      messageIds: string,
+      messages: string,
+      messageId: string,
+      messageBytes: Buffer,
+    ): Result<number, Context>;
   }
 }

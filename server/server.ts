@@ -1,14 +1,30 @@
-import type { Http2Session } from "node:http2";
-import type { AddressInfo } from "node:net";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { setMaxListeners } from "node:events";
+import { readFile } from "node:fs/promises";
+import { type Http2Session, constants as http2constants } from "node:http2";
+import { type AddressInfo, Server as NetServer, type Socket } from "node:net";
+import { setTimeout as delay } from "node:timers/promises";
+import { type ConnectNodeAdapterOptions, connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Redis } from "ioredis";
+import { type Logger, pino } from "pino";
+import { bearerAuth } from "./auth.js";
+import type { PipelineOptions } from "./call-pipeline.js";
 import { type ChatHost, createRemoteChatHost } from "./chat-host.js";
-import type { ServiceConfig } from "./config.js";
+import { defaultConfig, type ServiceConfig } from "./config.js";
 import { EmbeddedChatHost } from "./embedded-host.js";
-import { createOnePortServer } from "./one-port.js";
+import { withSpecGrpcMessage } from "./grpc-message.js";
+import {
+  createOnePortServer,
+  createTlsOnePortServer,
+  type DualHandler,
+  type OnePortServer,
+} from "./one-port.js";
 import { createRedisClient } from "./redis-client.js";
+import { configureUtf8Marking, wellFormedText } from "./request-guard.js";
 import { createRoutes } from "./routes.js";
+import { StartLocks } from "./start-lock.js";
 import { SuggestionStore } from "./suggestion-store.js";
+import { createTelemetry, type Telemetry } from "./telemetry.js";
+import { WatchHub } from "./watch-hub.js";
 
 /** What a running server exposes. */
 export interface SuggestServer {
@@ -17,6 +33,8 @@ export interface SuggestServer {
   readonly port: number;
   /** The Redis client the server uses. */
   readonly redis: Redis;
+  /** Its logs and metrics. */
+  readonly telemetry: Telemetry;
   /** Stops accepting, lets calls in flight finish within the grace period, closes Redis. */
   close(): Promise<void>;
 }
@@ -25,34 +43,80 @@ export interface SuggestServer {
 export type ServerSettings = Pick<
   ServiceConfig,
   "host" | "port" | "chatHostUrl" | "readMaxBytes" | "maxTimeoutMs" | "shutdownGraceMs"
-> & { readonly redisUrl: string };
+> &
+  Partial<
+    Pick<
+      ServiceConfig,
+      | "defaultDeadlineMs"
+      | "authTokens"
+      | "tlsCertFile"
+      | "tlsKeyFile"
+      | "logLevel"
+      | "chatHostToken"
+    >
+  > & {
+    /** Where the call log goes; by default pino to stdout at `logLevel`. */
+    readonly logger?: Logger;
+  } & Partial<
+    Pick<ServiceConfig, "startLockTtlMs" | "startLockMaxHoldMs" | "chatHostTimeoutMs">
+  > & {
+    readonly redisUrl: string;
+  };
 
 /**
  * Wires the service: Redis, the chat host (remote or embedded), the routes and one port
  * serving gRPC, Connect and gRPC-Web over h2c and HTTP/1.1. Resolves once it listens.
  */
 export async function startSuggestServer(settings: ServerSettings): Promise<SuggestServer> {
+  configureUtf8Marking();
+  const telemetry = createTelemetry(
+    settings.logger ?? pino({ level: settings.logLevel ?? defaultConfig.logLevel }),
+  );
   const redis = createRedisClient(settings.redisUrl);
   redis.on("error", () => {
     // Connection errors surface on the calls that need Redis, as UNAVAILABLE.
+    telemetry.redisErrors.inc();
   });
+  const pipeline: PipelineOptions = {
+    // Telemetry first, so that it sees every call; auth before anything reads the request.
+    hooks: [telemetry.hook, bearerAuth(settings.authTokens ?? []), wellFormedText],
+    defaultDeadlineMs: settings.defaultDeadlineMs ?? defaultConfig.defaultDeadlineMs,
+  };
   const store = new SuggestionStore(redis);
+  // One subscriber connection for every watcher of this instance (test/watch-scale.test.ts).
+  const watchHub = new WatchHub(store, () => redis.duplicate({ enableAutoPipelining: false }));
   const embeddedHost = settings.chatHostUrl === undefined ? new EmbeddedChatHost(redis) : undefined;
-  const host: ChatHost = embeddedHost ?? createRemoteChatHost(settings.chatHostUrl as string);
+  const host: ChatHost =
+    embeddedHost ??
+    createRemoteChatHost(settings.chatHostUrl as string, {
+      timeoutMs: settings.chatHostTimeoutMs ?? defaultConfig.chatHostTimeoutMs,
+      token: settings.chatHostToken,
+    });
+  // One subscriber connection for every Start waiting on a lock (test/start-concurrency.test.ts).
+  const startLocks = new StartLocks(redis, {
+    ttlMs: settings.startLockTtlMs ?? defaultConfig.startLockTtlMs,
+    maxHoldMs: settings.startLockMaxHoldMs ?? defaultConfig.startLockMaxHoldMs,
+  });
   const shutdown = new AbortController();
+  // Every call in flight (each watcher, too) listens to it until it ends.
+  setMaxListeners(0, shutdown.signal);
   const handler = connectNodeAdapter({
-    routes: createRoutes({ store, host, embeddedHost }),
+    routes: createRoutes({ store, host, embeddedHost, watchHub, startLocks, pipeline }),
+    fallback: metricsFallback(telemetry),
     readMaxBytes: settings.readMaxBytes,
     maxTimeoutMs: settings.maxTimeoutMs,
     shutdownSignal: shutdown.signal,
   });
-  const { tcp, h1, h2 } = createOnePortServer(handler, {
-    settings: { maxConcurrentStreams: 1000 },
-  });
+  const { tcp, h1, h2 } = await listener(settings, withSpecGrpcMessage(handler));
   const sessions = new Set<Http2Session>();
   h2.on("session", (session: Http2Session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
+  });
+  const sockets = new Set<Socket>();
+  tcp.on("connection", (socket: Socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
   });
   await new Promise<void>((resolve, reject) => {
     tcp.once("error", reject);
@@ -64,22 +128,70 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
-      const closed = Promise.all([
-        new Promise((resolve) => tcp.close(resolve)),
-        new Promise((resolve) => h1.close(resolve)),
-        new Promise((resolve) => h2.close(resolve)),
-      ]);
-      h1.closeIdleConnections();
-      // GOAWAY: no new streams; streams in flight finish, then each session closes.
+      // Stop accepting connections; the HTTP servers' own close() would end sessions early.
+      const stopped = new Promise((resolve) => NetServer.prototype.close.call(tcp, resolve));
+      h1?.closeIdleConnections();
+      // Two GOAWAYs, as RFC 9113 section 6.8 suggests: the first, naming the highest
+      // stream id, tells clients to open no more streams here without refusing any that
+      // are already on the way; the second, a moment later, closes the session once the
+      // streams in flight finish. A stream refused outright would reach some clients as
+      // INTERNAL rather than UNAVAILABLE (test/shutdown.test.ts).
+      for (const session of sessions) {
+        if (!session.closed) session.goaway(http2constants.NGHTTP2_NO_ERROR, 2 ** 31 - 1);
+      }
+      await delay(Math.min(200, settings.shutdownGraceMs));
       for (const session of sessions) session.close();
       shutdown.abort();
-      const grace = new Promise((resolve) => setTimeout(resolve, settings.shutdownGraceMs).unref());
-      await Promise.race([closed, grace]);
-      h1.closeAllConnections();
+      const deadline = Date.now() + settings.shutdownGraceMs;
+      while (sockets.size > 0 && Date.now() < deadline) {
+        h1?.closeIdleConnections();
+        await delay(25);
+      }
+      for (const socket of sockets) socket.destroy();
       for (const session of sessions) session.destroy();
+      await stopped;
+      await watchHub.close();
+      await startLocks.close();
       await redis.quit().catch(() => redis.disconnect());
     })();
     return closing;
   };
-  return { url: `http://${host4url}:${port}`, port, redis, close };
+
+  const scheme = settings.tlsCertFile === undefined ? "http" : "https";
+  return { url: `${scheme}://${host4url}:${port}`, port, redis, telemetry, close };
+}
+
+/** HTTP/2 settings sized for many concurrent streams (watchers) per connection. */
+const H2_SETTINGS = { maxConcurrentStreams: 1000 };
+
+/** The listening server: TLS when a certificate is configured, else cleartext h2c and HTTP/1.1. */
+async function listener(settings: ServerSettings, handler: DualHandler): Promise<OnePortServer> {
+  if (settings.tlsCertFile === undefined || settings.tlsKeyFile === undefined) {
+    return createOnePortServer(handler, { settings: H2_SETTINGS, maxSessionMemory: 64 });
+  }
+  const [cert, key] = await Promise.all([
+    readFile(settings.tlsCertFile),
+    readFile(settings.tlsKeyFile),
+  ]);
+  return createTlsOnePortServer(handler, {
+    cert,
+    key,
+    settings: H2_SETTINGS,
+    maxSessionMemory: 64,
+  });
+}
+
+/** Serves `GET /metrics` (Prometheus text) beside the RPCs; anything else is 404. */
+function metricsFallback(telemetry: Telemetry): NonNullable<ConnectNodeAdapterOptions["fallback"]> {
+  return (req, res) => {
+    if (req.method === "GET" && req.url === "/metrics") {
+      void telemetry.registry.metrics().then((text) => {
+        res.writeHead(200, { "content-type": telemetry.registry.contentType });
+        res.end(text);
+      });
+      return;
+    }
+    res.writeHead(404, { "content-type": "text/plain" });
+    res.end("not found\n");
+  };
 }

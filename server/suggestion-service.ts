@@ -1,9 +1,14 @@
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { SuggestionService } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { ChatHost } from "./chat-host.js";
 import { getSuggestion, listSuggestions } from "./list-suggestions.js";
+import { dismissSuggestion, draftSuggestion, restoreSuggestion } from "./settle-suggestion.js";
+import type { StartLocks } from "./start-lock.js";
+import { startSuggestion } from "./start-suggestion.js";
 import { suggestTask } from "./suggest-task.js";
 import type { SuggestionStore } from "./suggestion-store.js";
+import type { WatchHub } from "./watch-hub.js";
+import { watchSuggestions } from "./watch-suggestions.js";
 
 /** What the SuggestionService handlers share. */
 export interface SuggestionServiceDeps {
@@ -11,10 +16,10 @@ export interface SuggestionServiceDeps {
   readonly host: ChatHost;
   /** Makes the id of a new offer; random by default. */
   readonly newId?: () => string;
-}
-
-function unimplemented(name: string): never {
-  throw new ConnectError(`${name} is not implemented yet`, Code.Unimplemented);
+  /** The instance's StartSuggestion locks (one Redis subscriber); server.ts makes it. */
+  readonly startLocks?: StartLocks | undefined;
+  /** The instance's WatchSuggestions fan-out (one Redis subscriber); server.ts makes it. */
+  readonly watchHub?: WatchHub | undefined;
 }
 
 /**
@@ -28,13 +33,10 @@ export function createSuggestionService(
     suggestTask: (request) => suggestTask(deps, request),
     listSuggestions: (request) => listSuggestions(deps, request),
     getSuggestion: (request) => getSuggestion(deps, request),
-    startSuggestion: () => unimplemented("StartSuggestion"),
-    draftSuggestion: () => unimplemented("DraftSuggestion"),
-    dismissSuggestion: () => unimplemented("DismissSuggestion"),
-    restoreSuggestion: () => unimplemented("RestoreSuggestion"),
-    // biome-ignore lint/correctness/useYield: answers UNIMPLEMENTED until issue 3
-    async *watchSuggestions() {
-      unimplemented("WatchSuggestions");
-    },
+    startSuggestion: (request, context) => startSuggestion(deps, request, context.signal),
+    draftSuggestion: (request) => draftSuggestion(deps, request),
+    dismissSuggestion: (request) => dismissSuggestion(deps, request),
+    restoreSuggestion: (request) => restoreSuggestion(deps, request),
+    watchSuggestions: (request, context) => watchSuggestions(deps, request, context),
   };
 }

@@ -3,6 +3,7 @@ import { type Suggestion, SuggestionState } from "../gen/oda/suggest/v1/suggesti
 import { LIFETIME_LIMIT, OPEN_LIMIT } from "./errors.js";
 import { foldLog, type LogRecord, parseEntries, type SuggestionLists } from "./fold.js";
 import { sessionKeys } from "./keys.js";
+import type { ScriptReply } from "./scripts.js";
 
 /** An offer as the tool hands it to the store: fields already trimmed and checked. */
 export interface NewOffer {
@@ -49,6 +50,19 @@ const STATES: Readonly<Record<string, SuggestionState>> = {
   drafted: SuggestionState.DRAFTED,
   dismissed: SuggestionState.DISMISSED,
 };
+
+/** Reads the reply of lua/settle-3.lua. */
+function settleOutcome(reply: ScriptReply): SettleOutcome {
+  const kind = SETTLE_KINDS[reply[0] as number];
+  if (kind === undefined) {
+    throw new Error(`settle script answered an unknown status ${String(reply[0])}`);
+  }
+  return {
+    kind,
+    state: STATES[reply[1] as string] ?? SuggestionState.UNSPECIFIED,
+    chatId: reply[2] as string,
+  };
+}
 
 /**
  * One session's suggestions on Redis: the stream is the truth, the projection hash a
@@ -122,14 +136,41 @@ export class SuggestionStore {
       chatId,
       String(OPEN_LIMIT),
     );
-    const kind = SETTLE_KINDS[reply[0] as number];
-    if (kind === undefined) {
-      throw new Error(`settle script answered an unknown status ${String(reply[0])}`);
-    }
+    return settleOutcome(reply);
+  }
+
+  /**
+   * `settle`, and the session's lists as they stand right after it, in one MULTI: the
+   * answer of a settlement shows the suggestion exactly as that step left it, even
+   * while other calls settle the same session.
+   */
+  async settleAndList(
+    sessionId: string,
+    suggestionId: string,
+    outcome: Outcome,
+    chatId = "",
+  ): Promise<{ readonly outcome: SettleOutcome; readonly lists: SuggestionLists }> {
+    const keys = sessionKeys(sessionId);
+    const replies = await this.redis
+      .multi()
+      .settle(
+        keys.log,
+        keys.projection,
+        keys.changes,
+        suggestionId,
+        outcome,
+        chatId,
+        String(OPEN_LIMIT),
+      )
+      .xrange(keys.log, "-", "+")
+      .exec();
+    if (replies === null) throw new Error("the settle transaction was discarded");
+    const [[settleErr, settleReply] = [], [rangeErr, entries] = []] = replies;
+    if (settleErr) throw settleErr;
+    if (rangeErr) throw rangeErr;
     return {
-      kind,
-      state: STATES[reply[1] as string] ?? SuggestionState.UNSPECIFIED,
-      chatId: reply[2] as string,
+      outcome: settleOutcome(settleReply as ScriptReply),
+      lists: foldLog(sessionId, parseEntries(entries as [string, string[]][])),
     };
   }
 

@@ -38,3 +38,23 @@ export function checkRuntimeId(field: string, value: string): string {
   }
   return value;
 }
+
+/** Idempotency keys: 1 to 256 printable ASCII characters without spaces. */
+const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7E]{1,256}$/;
+
+/**
+ * Checks a host call's idempotency key; INVALID_ARGUMENT when missing or malformed. The
+ * embedded host never uses a key as a Redis key: it hashes it into the chat or message
+ * id, so any printable key is safe.
+ */
+export function requireIdempotencyKey(field: string, value: string): string {
+  if (!IDEMPOTENCY_KEY_PATTERN.test(value)) {
+    throw new ConnectError(
+      value === ""
+        ? `${field} is required`
+        : `${field} must be 1 to 256 printable ASCII characters without spaces`,
+      Code.InvalidArgument,
+    );
+  }
+  return value;
+}

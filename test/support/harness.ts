@@ -6,15 +6,17 @@ import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { inject } from "vitest";
 import {
+  ChatHostService,
   FolderKind,
   LocalHostService,
   type Session,
   SessionSchema,
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import { createRedisClient } from "../../server/redis-client.js";
 import {
   freePort,
   type RedisServerProcess,
@@ -40,6 +42,7 @@ export const testServerSettings = {
   readMaxBytes: 256 * 1024,
   maxTimeoutMs: 60_000,
   shutdownGraceMs: 2_000,
+  logLevel: "silent",
 } as const;
 
 /** A server in this process, listening on a real port (HTTP/2 and HTTP/1.1). */
@@ -55,6 +58,8 @@ export interface Clients {
   readonly transport: Transport;
   readonly suggestions: Client<typeof SuggestionService>;
   readonly local: Client<typeof LocalHostService>;
+  /** The chat host's three RPCs, as the service calls them. */
+  readonly host: Client<typeof ChatHostService>;
 }
 
 /** gRPC clients of the server at `baseUrl`. */
@@ -64,6 +69,7 @@ export function grpcClients(baseUrl: string): Clients {
     transport,
     suggestions: createClient(SuggestionService, transport),
     local: createClient(LocalHostService, transport),
+    host: createClient(ChatHostService, transport),
   };
 }
 
@@ -94,9 +100,9 @@ export async function ownRedis(): Promise<RedisServerProcess & { remove: () => v
   return Object.assign(server, { remove });
 }
 
-/** A plain Redis client for reading what a call recorded. */
+/** A Redis client (with the service's scripts defined) for reading what a call recorded. */
 export function redisClient(url = sharedRedisUrl()): Redis {
-  return new Redis(url, { maxRetriesPerRequest: 1 });
+  return createRedisClient(url);
 }
 
 /** A service process of its own (server/main.ts under tsx), which a test may kill -9. */
@@ -108,21 +114,32 @@ export interface ServiceProcess {
   kill(signal?: NodeJS.Signals): Promise<number | string>;
 }
 
-/** Spawns `server/main.ts` on a free port against `redisUrl`; resolves once it listens. */
+/**
+ * Spawns `server/main.ts` on a free port against `redisUrl` (undefined: the service
+ * starts its own private redis-server, as `npm start` does); resolves once it listens.
+ */
 export async function spawnService(
-  redisUrl: string,
+  redisUrl: string | undefined,
   env: Record<string, string> = {},
-): Promise<ServiceProcess> {
+): Promise<ServiceProcess & { readonly output: () => string }> {
   const port = await freePort();
+  const childEnv: Record<string, string | undefined> = {
+    ...process.env,
+    HOST: "127.0.0.1",
+    PORT: String(port),
+    REDIS_URL: redisUrl,
+    ...env,
+  };
+  if (redisUrl === undefined) delete childEnv.REDIS_URL;
   const child = spawn(process.execPath, ["--import", "tsx", "server/main.ts"], {
-    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), REDIS_URL: redisUrl, ...env },
+    env: childEnv,
     stdio: ["ignore", "pipe", "pipe"],
   });
+  let output = "";
   const exited = new Promise<number | string>((resolve) =>
     child.once("exit", (code, signal) => resolve(code ?? signal ?? -1)),
   );
   await new Promise<void>((resolve, reject) => {
-    let output = "";
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       if (output.includes("listening on")) resolve();
@@ -135,6 +152,7 @@ export async function spawnService(
     url: `http://127.0.0.1:${port}`,
     child,
     exited,
+    output: () => output,
     kill: async (signal = "SIGKILL") => {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       return exited;
