@@ -30,7 +30,8 @@ const OUTCOMES: Readonly<Record<string, SuggestionState>> = {
 
 /** The time of a record: its `time` field in ms, else the ms part of its stream id. */
 function recordTime(record: LogRecord) {
-  const time = Number(record.fields.time ?? Number.NaN);
+  const raw = record.fields.time;
+  const time = raw === undefined || raw.trim() === "" ? Number.NaN : Number(raw);
   const ms = Number.isSafeInteger(time) ? time : Number(record.entryId.split("-")[0]);
   return timestampFromMs(Number.isSafeInteger(ms) ? ms : 0);
 }

@@ -1,7 +1,6 @@
 import http from "node:http";
 import http2 from "node:http2";
 import { createServer, type Server, type Socket } from "node:net";
-import { Duplex } from "node:stream";
 
 /** The client preface every HTTP/2 connection with prior knowledge opens with. */
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -62,52 +61,19 @@ function route(socket: Socket, h1: http.Server, h2: http2.Http2Server): void {
     if (isH2 && n < H2_PREFACE.length) return;
     socket.off("data", onData);
     socket.off("error", onError);
+    // Put the bytes back and hand the socket over. The HTTP/2 session reads them from the
+    // socket's buffer (node's Http2Session does so for data already buffered) and then
+    // the native handle directly; it must not be resumed here, or the bytes would flow
+    // away as 'data' events first. HTTP/1.1 reads through JavaScript and needs a resume.
     socket.pause();
+    socket.unshift(head);
     if (isH2) {
-      h2.emit("connection", replay(socket, head));
+      h2.emit("connection", socket);
     } else {
-      socket.unshift(head);
       h1.emit("connection", socket);
       socket.resume();
     }
   };
   socket.on("data", onData);
   socket.on("error", onError);
-}
-
-/**
- * The socket as a stream that yields the bytes already read first. The HTTP/2 core reads
- * a native socket's handle directly and would miss bytes put back with `unshift`; given
- * a plain Duplex it reads through JavaScript instead.
- */
-function replay(socket: Socket, head: Buffer): Duplex {
-  const stream = new Duplex({
-    read() {
-      socket.resume();
-    },
-    write(chunk: Buffer, _encoding, callback) {
-      socket.write(chunk, callback);
-    },
-    final(callback) {
-      socket.end(callback);
-    },
-    destroy(err, callback) {
-      socket.destroy(err ?? undefined);
-      callback(err);
-    },
-  });
-  stream.push(head);
-  socket.on("data", (chunk: Buffer) => {
-    if (!stream.push(chunk)) socket.pause();
-  });
-  socket.on("end", () => stream.push(null));
-  socket.on("error", (err) => stream.destroy(err));
-  socket.on("close", () => stream.destroy());
-  Object.defineProperties(stream, {
-    remoteAddress: { get: () => socket.remoteAddress },
-    remotePort: { get: () => socket.remotePort },
-    localAddress: { get: () => socket.localAddress },
-    localPort: { get: () => socket.localPort },
-  });
-  return stream;
 }

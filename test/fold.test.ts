@@ -87,9 +87,11 @@ describe("foldLog", () => {
   test("a record without a usable time takes the time of its stream id", () => {
     const lists = foldLog("s", [
       { entryId: "1234-0", fields: { type: "offered", id: "a", time: "x" } },
+      { entryId: "1235-0", fields: { type: "offered", id: "b", time: "" } },
+      { entryId: "1236-0", fields: { type: "offered", id: "c" } },
     ]);
-    const a = lists.open[0];
-    expect(a?.offeredAt && timestampMs(a.offeredAt)).toBe(1234);
+    const ms = lists.open.map((s) => s.offeredAt && timestampMs(s.offeredAt));
+    expect(ms).toEqual([1236, 1235, 1234]);
   });
 
   test("a settlement that names no offer changes nothing", () => {
