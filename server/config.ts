@@ -1,4 +1,5 @@
 import { ROLES, type Role, type TokenGrant } from "./auth.js";
+import { parseRedisUrl, RedisUrlError } from "./redis-url.js";
 
 /** The service's settings. `main.ts` is the only module that reads them from the environment. */
 export interface ServiceConfig {
@@ -6,7 +7,10 @@ export interface ServiceConfig {
   readonly host: string;
   /** Port to listen on; 0 picks a free one. */
   readonly port: number;
-  /** Redis to use; unset: `npm start` runs a private `redis-server`. */
+  /**
+   * Redis to use: one server (`redis://`, `rediss://`) or a Redis Cluster
+   * (`redis+cluster://host:port,host:port`); unset: `npm start` runs a private `redis-server`.
+   */
   readonly redisUrl: string | undefined;
   /** A remote `ChatHostService`; unset: the embedded host is used and served. */
   readonly chatHostUrl: string | undefined;
@@ -29,6 +33,8 @@ export interface ServiceConfig {
   readonly tlsKeyFile: string | undefined;
   /** pino's level for the call log: fatal, error, warn, info, debug, trace or silent. */
   readonly logLevel: string;
+  /** Unary binary gRPC answered straight on HTTP/2 streams (server/grpc-fast-path.ts). */
+  readonly grpcFastPath: boolean;
   /** The lifetime of a Start's single-flight lock, in ms; its holder renews it. */
   readonly startLockTtlMs: number;
   /** The longest a Start holds its lock by renewing it, in ms; then it lapses. */
@@ -53,6 +59,7 @@ export const defaultConfig: Readonly<ServiceConfig> = Object.freeze({
   tlsCertFile: undefined,
   tlsKeyFile: undefined,
   logLevel: "info",
+  grpcFastPath: true,
   startLockTtlMs: 10_000,
   startLockMaxHoldMs: 60_000,
   chatHostTimeoutMs: 10_000,
@@ -90,6 +97,19 @@ function url(env: Env, name: string, protocols: readonly string[]): string | und
   return raw;
 }
 
+/** A Redis URL, one server or a cluster (`parseRedisUrl`). */
+function redisUrl(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return undefined;
+  try {
+    parseRedisUrl(raw);
+  } catch (err) {
+    if (err instanceof RedisUrlError) throw new ConfigError(`${name} ${err.message}`);
+    throw err;
+  }
+  return raw;
+}
+
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
 /** `role:token` entries separated by commas, e.g. `agent:s3cret,app:0th3r`. */
@@ -107,6 +127,14 @@ function tokens(env: Env, name: string): readonly TokenGrant[] {
     }
     return { role, token };
   });
+}
+
+function flag(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (raw === "1" || raw === "true") return true;
+  if (raw === "0" || raw === "false") return false;
+  throw new ConfigError(`${name} must be 1, 0, true or false (got "${raw}")`);
 }
 
 function tlsFiles(env: Env): { cert: string | undefined; key: string | undefined } {
@@ -138,8 +166,9 @@ export function configFromEnv(env: Env): ServiceConfig {
     tlsCertFile: tls.cert,
     tlsKeyFile: tls.key,
     logLevel,
+    grpcFastPath: flag(env, "GRPC_FAST_PATH", defaultConfig.grpcFastPath),
     port: integer(env, "PORT", defaultConfig.port, 0, 65535),
-    redisUrl: url(env, "REDIS_URL", ["redis:", "rediss:"]),
+    redisUrl: redisUrl(env, "REDIS_URL"),
     chatHostUrl: url(env, "CHAT_HOST_URL", ["http:", "https:"]),
     chatHostToken: env.CHAT_HOST_TOKEN || undefined,
     dataDir: env.DATA_DIR || defaultConfig.dataDir,

@@ -37,8 +37,58 @@ function recordTime(record: LogRecord) {
 }
 
 /**
+ * The suggestion an `offered` record makes: open, with the record's fields as they are
+ * (the character limits are not checked, so a log written under older limits opens).
+ * The one place where an offer record becomes a `Suggestion`.
+ */
+export function offeredSuggestion(sessionId: string, record: LogRecord): Suggestion {
+  const f = record.fields;
+  return create(SuggestionSchema, {
+    id: f.id ?? "",
+    sessionId,
+    turnId: f.turn ?? "",
+    title: f.title ?? "",
+    tldr: f.tldr ?? "",
+    brief: f.brief ?? "",
+    state: SuggestionState.OPEN,
+    offeredAt: recordTime(record),
+  });
+}
+
+/**
+ * Applies a `settled` record to its offer when the outcome fits: started, drafted and
+ * dismissed fit an open offer, restored fits a dismissed one; anything else changes
+ * nothing. The one place where a settlement changes a `Suggestion`.
+ */
+function applySettlement(offer: Suggestion, record: LogRecord): void {
+  const outcome = record.fields.outcome ?? "";
+  const settledAs = OUTCOMES[outcome];
+  if (settledAs !== undefined && offer.state === SuggestionState.OPEN) {
+    offer.state = settledAs;
+    offer.chatId = settledAs === SuggestionState.STARTED ? (record.fields.chat ?? "") : "";
+    offer.settledAt = recordTime(record);
+  } else if (outcome === "restored" && offer.state === SuggestionState.DISMISSED) {
+    offer.state = SuggestionState.OPEN;
+    offer.settledAt = undefined;
+  }
+}
+
+/** Splits offers (in offer order) into the two lists. */
+function listsOf(byId: Map<string, Suggestion>): SuggestionLists {
+  const open: Suggestion[] = [];
+  const settled: Suggestion[] = [];
+  for (const suggestion of byId.values()) {
+    (suggestion.state === SuggestionState.OPEN ? open : settled).push(suggestion);
+  }
+  open.reverse();
+  return { open, settled, byId };
+}
+
+/**
  * Folds a session's log into its lists. This is the reference's reading of the log
- * (and includes/projection.lua applies the same rules to its cache):
+ * (includes/projection.lua applies the same rules to its cache, and `listsFromOffers`
+ * reads that cache); it reads every record, so the service reads through the
+ * projection instead and this stays the reading the tests compare it with:
  * - an `offered` record with an id not seen before is an open offer; a repeated id is
  *   ignored;
  * - a `settled` record changes its offer only when the outcome fits: started, drafted
@@ -50,46 +100,43 @@ function recordTime(record: LogRecord) {
 export function foldLog(sessionId: string, records: Iterable<LogRecord>): SuggestionLists {
   const byId = new Map<string, Suggestion>();
   for (const record of records) {
-    const f = record.fields;
-    const id = f.id;
+    const id = record.fields.id;
     if (id === undefined || id === "") continue;
-    if (f.type === "offered") {
-      if (byId.has(id)) continue;
-      byId.set(
-        id,
-        create(SuggestionSchema, {
-          id,
-          sessionId,
-          turnId: f.turn ?? "",
-          title: f.title ?? "",
-          tldr: f.tldr ?? "",
-          brief: f.brief ?? "",
-          state: SuggestionState.OPEN,
-          offeredAt: recordTime(record),
-        }),
-      );
-    } else if (f.type === "settled") {
+    if (record.fields.type === "offered") {
+      if (!byId.has(id)) byId.set(id, offeredSuggestion(sessionId, record));
+    } else if (record.fields.type === "settled") {
       const offer = byId.get(id);
-      if (offer === undefined) continue;
-      const outcome = f.outcome ?? "";
-      const settledAs = OUTCOMES[outcome];
-      if (settledAs !== undefined && offer.state === SuggestionState.OPEN) {
-        offer.state = settledAs;
-        offer.chatId = settledAs === SuggestionState.STARTED ? (f.chat ?? "") : "";
-        offer.settledAt = recordTime(record);
-      } else if (outcome === "restored" && offer.state === SuggestionState.DISMISSED) {
-        offer.state = SuggestionState.OPEN;
-        offer.settledAt = undefined;
-      }
+      if (offer !== undefined) applySettlement(offer, record);
     }
   }
-  const open: Suggestion[] = [];
-  const settled: Suggestion[] = [];
-  for (const suggestion of byId.values()) {
-    (suggestion.state === SuggestionState.OPEN ? open : settled).push(suggestion);
+  return listsOf(byId);
+}
+
+/** An offer's record and the record of the settlement it stands by, if any. */
+export interface OfferRecords {
+  readonly offer: LogRecord;
+  /** The `settled` record that made it started, drafted or dismissed; none while open. */
+  readonly settlement: LogRecord | undefined;
+}
+
+/**
+ * The lists from each offer's record and its standing settlement, in offer order, as
+ * lua/readLists-2.lua answers them from the projection: O(offers), however many
+ * records the log holds. Built by the same code as `foldLog`, which it must equal on
+ * every log (test/list-read.test.ts compares them on random ones).
+ */
+export function listsFromOffers(
+  sessionId: string,
+  offers: Iterable<OfferRecords>,
+): SuggestionLists {
+  const byId = new Map<string, Suggestion>();
+  for (const { offer, settlement } of offers) {
+    const suggestion = offeredSuggestion(sessionId, offer);
+    if (suggestion.id === "" || byId.has(suggestion.id)) continue;
+    if (settlement !== undefined) applySettlement(suggestion, settlement);
+    byId.set(suggestion.id, suggestion);
   }
-  open.reverse();
-  return { open, settled, byId };
+  return listsOf(byId);
 }
 
 /** Turns a stream reply (`[[id, [k, v, ...]], ...]`) into records. */

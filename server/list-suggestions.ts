@@ -18,9 +18,10 @@ export interface ListSuggestionsDeps {
 }
 
 /**
- * A session's lists, folded from its stream (never from the projection, which is only a
- * cache of the scripts); a Redis failure is UNAVAILABLE. An unknown session has empty
- * lists: the log of a chat that never offered anything is simply empty.
+ * A session's lists: the fold of its stream, read through the projection after catching
+ * it up (O(offers), see `SuggestionStore.snapshot`); a Redis failure is UNAVAILABLE. An
+ * unknown session has empty lists: the log of a chat that never offered anything is
+ * simply empty.
  */
 export async function readLists(
   store: SuggestionStore,

@@ -5,12 +5,14 @@ import {
   type RedisServerProcess,
   startRedisServer,
 } from "./redis-server-process.js";
+import { parseRedisUrl, redact } from "./redis-url.js";
 import { startSuggestServer } from "./server.js";
 
 /**
  * The service's entry point, and the only module that reads the environment and
  * listens. With REDIS_URL unset it runs a private redis-server (AOF, appendfsync
- * always, data under DATA_DIR) and stops it on exit.
+ * always, data under DATA_DIR) and stops it on exit; a `redis+cluster://` REDIS_URL
+ * runs it on a Redis Cluster.
  */
 async function main(): Promise<void> {
   let config = configFromEnv(process.env);
@@ -34,7 +36,7 @@ async function main(): Promise<void> {
     `suggest-task listening on ${server.url} (gRPC, Connect and gRPC-Web; h2c and HTTP/1.1)`,
     privateRedis
       ? `private redis-server on ${privateRedis.url}, data in ${privateRedis.dir}`
-      : `Redis at ${redisUrl}`,
+      : `${parseRedisUrl(redisUrl).kind === "cluster" ? "Redis Cluster" : "Redis"} at ${redact(redisUrl)}`,
     config.chatHostUrl ? `chat host at ${config.chatHostUrl}` : "embedded chat host",
   ];
   console.log(parts.join("; "));

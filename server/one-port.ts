@@ -1,6 +1,7 @@
 import http from "node:http";
 import http2 from "node:http2";
 import { createServer, type Server, type Socket } from "node:net";
+import type { StreamHandler } from "./grpc-fast-path.js";
 
 /** The client preface every HTTP/2 connection with prior knowledge opens with. */
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -28,8 +29,13 @@ export interface OnePortServer {
 export function createTlsOnePortServer(
   handler: DualHandler,
   options: http2.SecureServerOptions,
+  streamHandler?: StreamHandler,
 ): OnePortServer {
-  const h2 = http2.createSecureServer({ ...options, allowHTTP1: true }, handler);
+  const h2 = withStreamHandler(
+    http2.createSecureServer({ ...options, allowHTTP1: true }),
+    handler,
+    streamHandler,
+  );
   return { tcp: h2, h1: undefined, h2 };
 }
 
@@ -42,13 +48,42 @@ export function createTlsOnePortServer(
 export function createOnePortServer(
   handler: DualHandler,
   h2Options: http2.ServerOptions = {},
+  streamHandler?: StreamHandler,
 ): OnePortServer & { readonly h1: http.Server; readonly h2: http2.Http2Server } {
   const h1 = http.createServer(handler);
-  const h2 = http2.createServer(h2Options, handler);
+  const h2 = withStreamHandler(http2.createServer(h2Options), handler, streamHandler);
   // noDelay: without it Nagle's algorithm holds small response frames back until the
   // client's delayed ACK, about 40 ms per call (http.Server sets it; net.Server does not).
   const tcp = createServer({ noDelay: true }, (socket) => route(socket, h1, h2));
   return { tcp, h1, h2 };
+}
+
+/**
+ * Lets `streamHandler` answer HTTP/2 streams before node's compatibility layer turns them
+ * into request and response objects for `handler`; streams it declines go on to
+ * `handler` as usual. The layer is installed by adding a 'request' listener, and is the
+ * server's 'stream' listener then: it is taken off and called for declined streams.
+ */
+function withStreamHandler<S extends http2.Http2Server | http2.Http2SecureServer>(
+  server: S,
+  handler: DualHandler,
+  streamHandler: StreamHandler | undefined,
+): S {
+  server.on("request", handler);
+  if (streamHandler === undefined) return server;
+  const compat = server.listeners("stream") as ((...args: unknown[]) => void)[];
+  server.removeAllListeners("stream");
+  const onStream = (
+    stream: http2.ServerHttp2Stream,
+    headers: http2.IncomingHttpHeaders,
+    flags: number,
+    rawHeaders: string[],
+  ) => {
+    if (streamHandler(stream, headers)) return;
+    for (const listener of compat) listener.call(server, stream, headers, flags, rawHeaders);
+  };
+  server.on("stream", onStream);
+  return server;
 }
 
 function route(socket: Socket, h1: http.Server, h2: http2.Http2Server): void {

@@ -1,5 +1,10 @@
-import { Redis, type RedisOptions } from "ioredis";
+import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
+import { clusterSubscriber } from "./cluster-subscriber.js";
+import { type ClusterSeed, parseRedisUrl } from "./redis-url.js";
 import { defineScripts } from "./scripts.js";
+
+/** The service's Redis: one server, or a Redis Cluster; both run the same scripts. */
+export type RedisClient = Redis | Cluster;
 
 /**
  * Client settings chosen so that a call never hangs on a Redis that is down: a command
@@ -14,9 +19,89 @@ export const defaultRedisOptions: Readonly<RedisOptions> = Object.freeze({
   enableAutoPipelining: true,
 });
 
-/** A Redis client with the service's scripts defined on it. */
-export function createRedisClient(url: string, options: RedisOptions = {}): Redis {
-  const client = new Redis(url, { ...defaultRedisOptions, ...options });
+/**
+ * Cluster settings with the same aim. A command for the slots of a primary that does
+ * not answer is retried every `retryDelayOnFailover` ms (each time after asking a live
+ * node for the slot map again, so a promoted replica is found) and fails after
+ * `maxRedirections` tries: about 1.5 s, then UNAVAILABLE
+ * (test/cluster/cluster-failover.test.ts). Each node's connection takes the single
+ * client's settings.
+ */
+export const defaultClusterOptions: Readonly<ClusterOptions> = Object.freeze({
+  redisOptions: Object.freeze({
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2_000,
+    commandTimeout: 5_000,
+  }),
+  enableAutoPipelining: true,
+  maxRedirections: 16,
+  retryDelayOnFailover: 100,
+  retryDelayOnClusterDown: 100,
+  retryDelayOnTryAgain: 100,
+  slotsRefreshTimeout: 1_000,
+  clusterRetryStrategy: (times: number) => Math.min(100 * times, 2_000),
+});
+
+/** The seeds each cluster client was made from, for its subscriber connections. */
+const clusterSeeds = new WeakMap<Cluster, readonly ClusterSeed[]>();
+
+/**
+ * A client of the Redis that `url` names, with the service's scripts defined on it:
+ * `redis://` and `rediss://` make a `Redis`, `redis+cluster://` and `rediss+cluster://`
+ * (see `parseRedisUrl`) a `Cluster`.
+ */
+export function createRedisClient(url: string): RedisClient {
+  const target = parseRedisUrl(url);
+  if (target.kind === "single") {
+    const client = new Redis(url, { ...defaultRedisOptions });
+    defineScripts(client);
+    return client;
+  }
+  const client = new Cluster(
+    target.seeds.map((s) => ({ ...s })),
+    {
+      ...defaultClusterOptions,
+      redisOptions: {
+        ...defaultClusterOptions.redisOptions,
+        ...(target.username === undefined ? {} : { username: target.username }),
+        ...(target.password === undefined ? {} : { password: target.password }),
+        ...(target.tls ? { tls: {} } : {}),
+      },
+    },
+  );
+  holdCallsOnlyUntilReady(client);
+  clusterSeeds.set(client, target.seeds);
   defineScripts(client);
   return client;
+}
+
+/**
+ * ioredis queues a cluster's commands while the cluster as a whole is not ready, with
+ * no bound. The first connection is worth waiting for (a client is used as soon as it is
+ * made), but a cluster lost later should fail calls at once, as a single Redis does:
+ * the queue is turned off whenever the cluster stops being ready, and on again once it
+ * is (while ready, it only covers the moment a node's connection opens).
+ */
+function holdCallsOnlyUntilReady(cluster: Cluster): void {
+  cluster.on("ready", () => {
+    cluster.options.enableOfflineQueue = true;
+  });
+  for (const event of ["close", "reconnecting", "end"]) {
+    cluster.on(event, () => {
+      cluster.options.enableOfflineQueue = false;
+    });
+  }
+}
+
+/**
+ * A connection for SUBSCRIBE beside `client`: a duplicate of a single Redis, or, for a
+ * cluster, a connection to one of its nodes that moves to another when that node is
+ * lost (`clusterSubscriber`). Either emits `ready` after every reconnection and
+ * resubscribes by itself.
+ */
+export function subscriberConnection(client: RedisClient): Redis {
+  if (client instanceof Redis) return client.duplicate({ enableAutoPipelining: false });
+  return clusterSubscriber(client, clusterSeeds.get(client) ?? [], {
+    connectionName: "suggest-task-subscriber",
+  });
 }

@@ -20,32 +20,45 @@ export interface RoutesDeps extends SuggestionServiceDeps {
   readonly pipeline: PipelineOptions;
 }
 
+/** A service as served: its descriptor and its implementation, wrapped by the pipeline. */
+export interface ServedService {
+  readonly service: DescService;
+  readonly impl: ServiceImpl<DescService>;
+}
+
 /**
- * Builds the service's routes from injected dependencies; nothing here listens. Every
- * service, the operators' ones included, is wrapped by the same call pipeline, and
- * reflection describes exactly the services served.
+ * Builds every service the server serves from injected dependencies, each wrapped by
+ * the same call pipeline, so that every transport serving them (connect-node and the
+ * gRPC fast path) applies the same concerns. Reflection describes exactly these.
  */
-export function createRoutes(deps: RoutesDeps): (router: ConnectRouter) => void {
+export function buildServices(deps: RoutesDeps): readonly ServedService[] {
+  const served: ServedService[] = [];
+  const serve = <S extends DescService>(service: S, impl: ServiceImpl<S>) => {
+    served.push({
+      service,
+      impl: wrapService(service, impl, deps.pipeline) as unknown as ServiceImpl<DescService>,
+    });
+  };
+  serve(SuggestionService, createSuggestionService(deps));
+  if (deps.embeddedHost !== undefined) {
+    serve(ChatHostService, createChatHostService(deps.embeddedHost));
+    serve(LocalHostService, createLocalHostService(deps.embeddedHost));
+  }
+  const names = served.map((s) => s.service.typeName);
+  serve(Health, createHealthService(deps.store.redis, names));
+  const reflection = new Reflection([
+    ...served.map((s) => s.service),
+    ReflectionV1,
+    ReflectionV1alpha,
+  ]);
+  serve(ReflectionV1, reflection.v1());
+  serve(ReflectionV1alpha, reflection.v1alpha());
+  return served;
+}
+
+/** Connect routes for the served services; nothing here listens. */
+export function routesOf(services: readonly ServedService[]): (router: ConnectRouter) => void {
   return (router) => {
-    const served: DescService[] = [];
-    const serve = <S extends DescService>(service: S, impl: ServiceImpl<S>) => {
-      router.service(service, wrapService(service, impl, deps.pipeline));
-      served.push(service);
-    };
-    serve(SuggestionService, createSuggestionService(deps));
-    if (deps.embeddedHost !== undefined) {
-      serve(ChatHostService, createChatHostService(deps.embeddedHost));
-      serve(LocalHostService, createLocalHostService(deps.embeddedHost));
-    }
-    serve(
-      Health,
-      createHealthService(
-        deps.store.redis,
-        served.map((s) => s.typeName),
-      ),
-    );
-    const reflection = new Reflection([...served, Health, ReflectionV1, ReflectionV1alpha]);
-    serve(ReflectionV1, reflection.v1());
-    serve(ReflectionV1alpha, reflection.v1alpha());
+    for (const { service, impl } of services) router.service(service, impl);
   };
 }

@@ -4,13 +4,13 @@ import { type Http2Session, constants as http2constants } from "node:http2";
 import { type AddressInfo, Server as NetServer, type Socket } from "node:net";
 import { setTimeout as delay } from "node:timers/promises";
 import { type ConnectNodeAdapterOptions, connectNodeAdapter } from "@connectrpc/connect-node";
-import type { Redis } from "ioredis";
 import { type Logger, pino } from "pino";
 import { bearerAuth } from "./auth.js";
 import type { PipelineOptions } from "./call-pipeline.js";
 import { type ChatHost, createRemoteChatHost } from "./chat-host.js";
 import { defaultConfig, type ServiceConfig } from "./config.js";
 import { EmbeddedChatHost } from "./embedded-host.js";
+import { createGrpcFastPath, type StreamHandler } from "./grpc-fast-path.js";
 import { withSpecGrpcMessage } from "./grpc-message.js";
 import {
   createOnePortServer,
@@ -18,9 +18,9 @@ import {
   type DualHandler,
   type OnePortServer,
 } from "./one-port.js";
-import { createRedisClient } from "./redis-client.js";
+import { createRedisClient, type RedisClient, subscriberConnection } from "./redis-client.js";
 import { configureUtf8Marking, wellFormedText } from "./request-guard.js";
-import { createRoutes } from "./routes.js";
+import { buildServices, routesOf } from "./routes.js";
 import { StartLocks } from "./start-lock.js";
 import { SuggestionStore } from "./suggestion-store.js";
 import { createTelemetry, type Telemetry } from "./telemetry.js";
@@ -31,8 +31,8 @@ export interface SuggestServer {
   /** `http://host:port`. */
   readonly url: string;
   readonly port: number;
-  /** The Redis client the server uses. */
-  readonly redis: Redis;
+  /** The Redis client the server uses: one Redis, or a Redis Cluster. */
+  readonly redis: RedisClient;
   /** Its logs and metrics. */
   readonly telemetry: Telemetry;
   /** Stops accepting, lets calls in flight finish within the grace period, closes Redis. */
@@ -53,6 +53,7 @@ export type ServerSettings = Pick<
       | "tlsKeyFile"
       | "logLevel"
       | "chatHostToken"
+      | "grpcFastPath"
     >
   > & {
     /** Where the call log goes; by default pino to stdout at `logLevel`. */
@@ -84,7 +85,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   };
   const store = new SuggestionStore(redis);
   // One subscriber connection for every watcher of this instance (test/watch-scale.test.ts).
-  const watchHub = new WatchHub(store, () => redis.duplicate({ enableAutoPipelining: false }));
+  const watchHub = new WatchHub(store, () => subscriberConnection(redis));
   const embeddedHost = settings.chatHostUrl === undefined ? new EmbeddedChatHost(redis) : undefined;
   const host: ChatHost =
     embeddedHost ??
@@ -100,17 +101,36 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   const shutdown = new AbortController();
   // Every call in flight (each watcher, too) listens to it until it ends.
   setMaxListeners(0, shutdown.signal);
+  const services = buildServices({ store, host, embeddedHost, watchHub, startLocks, pipeline });
+  const fastPath =
+    settings.grpcFastPath === false
+      ? undefined
+      : createGrpcFastPath(services, {
+          readMaxBytes: settings.readMaxBytes,
+          maxTimeoutMs: settings.maxTimeoutMs,
+          shutdownSignal: shutdown.signal,
+        });
   const handler = connectNodeAdapter({
-    routes: createRoutes({ store, host, embeddedHost, watchHub, startLocks, pipeline }),
+    routes: routesOf(services),
     fallback: metricsFallback(telemetry),
     readMaxBytes: settings.readMaxBytes,
     maxTimeoutMs: settings.maxTimeoutMs,
     shutdownSignal: shutdown.signal,
   });
-  const { tcp, h1, h2 } = await listener(settings, withSpecGrpcMessage(handler));
+  const { tcp, h1, h2 } = await listener(settings, withSpecGrpcMessage(handler), fastPath);
   const sessions = new Set<Http2Session>();
+  let lastStreamAt = 0;
+  h2.on("stream", () => {
+    lastStreamAt = Date.now();
+  });
+  let draining = false;
+  const drainNotice = (session: Http2Session) => {
+    if (!session.closed) session.goaway(http2constants.NGHTTP2_NO_ERROR, 2 ** 31 - 1);
+  };
   h2.on("session", (session: Http2Session) => {
     sessions.add(session);
+    // A connection that was on its way when the shutdown began gets the notice too.
+    if (draining) drainNotice(session);
     session.once("close", () => sessions.delete(session));
   });
   const sockets = new Set<Socket>();
@@ -136,10 +156,12 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
       // are already on the way; the second, a moment later, closes the session once the
       // streams in flight finish. A stream refused outright would reach some clients as
       // INTERNAL rather than UNAVAILABLE (test/shutdown.test.ts).
-      for (const session of sessions) {
-        if (!session.closed) session.goaway(http2constants.NGHTTP2_NO_ERROR, 2 ** 31 - 1);
-      }
-      await delay(Math.min(200, settings.shutdownGraceMs));
+      draining = true;
+      for (const session of sessions) drainNotice(session);
+      // Until clients have acted on it: no new stream for a while (or the grace is out).
+      const quietBy = Date.now() + settings.shutdownGraceMs / 2;
+      do await delay(25);
+      while (Date.now() - lastStreamAt < 100 && Date.now() < quietBy);
       for (const session of sessions) session.close();
       shutdown.abort();
       const deadline = Date.now() + settings.shutdownGraceMs;
@@ -165,9 +187,13 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
 const H2_SETTINGS = { maxConcurrentStreams: 1000 };
 
 /** The listening server: TLS when a certificate is configured, else cleartext h2c and HTTP/1.1. */
-async function listener(settings: ServerSettings, handler: DualHandler): Promise<OnePortServer> {
+async function listener(
+  settings: ServerSettings,
+  handler: DualHandler,
+  fastPath: StreamHandler | undefined,
+): Promise<OnePortServer> {
   if (settings.tlsCertFile === undefined || settings.tlsKeyFile === undefined) {
-    return createOnePortServer(handler, { settings: H2_SETTINGS, maxSessionMemory: 64 });
+    return createOnePortServer(handler, { settings: H2_SETTINGS, maxSessionMemory: 64 }, fastPath);
   }
   const [cert, key] = await Promise.all([
     readFile(settings.tlsCertFile),

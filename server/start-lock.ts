@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type Cluster, Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { startLockKey, startResultChannel } from "./keys.js";
+import { subscriberConnection } from "./redis-client.js";
 
 /** How a Start's single-flight lock behaves. */
 export interface StartLockSettings {
@@ -194,8 +195,7 @@ export class StartLocks {
   constructor(
     redis: Redis | Cluster,
     settings: Partial<StartLockSettings> = {},
-    connect: () => Redis | Cluster = () =>
-      redis instanceof Redis ? redis.duplicate({ enableAutoPipelining: false }) : redis.duplicate(),
+    connect: () => Redis | Cluster = () => subscriberConnection(redis),
   ) {
     this.#redis = redis;
     this.#connect = connect;

@@ -1,7 +1,14 @@
 import type { Cluster, Redis } from "ioredis";
 import { type Suggestion, SuggestionState } from "../gen/oda/suggest/v1/suggestion_pb.js";
 import { LIFETIME_LIMIT, OPEN_LIMIT } from "./errors.js";
-import { foldLog, type LogRecord, parseEntries, type SuggestionLists } from "./fold.js";
+import {
+  type LogRecord,
+  listsFromOffers,
+  type OfferRecords,
+  offeredSuggestion,
+  parseEntries,
+  type SuggestionLists,
+} from "./fold.js";
 import { sessionKeys } from "./keys.js";
 import type { ScriptReply } from "./scripts.js";
 
@@ -64,6 +71,28 @@ function settleOutcome(reply: ScriptReply): SettleOutcome {
   };
 }
 
+/** A session's lists and how far into its log they were read. */
+export interface ListsSnapshot {
+  /** The id of the last entry folded (`0-0` for an empty log): equal ids, equal lists. */
+  readonly version: string;
+  readonly lists: SuggestionLists;
+}
+
+/** Reads the reply of lua/readLists-2.lua. */
+function snapshotOf(sessionId: string, reply: ScriptReply): ListsSnapshot {
+  const record = (entry: ScriptReply[number]): LogRecord | undefined => {
+    if (!Array.isArray(entry) || entry.length < 2) return undefined;
+    return parseEntries([[entry[0] as string, entry[1] as string[]]])[0];
+  };
+  const offers: OfferRecords[] = [];
+  for (let i = 1; i + 1 < reply.length; i += 2) {
+    const offer = record(reply[i]);
+    // An offer record gone from the stream (XDEL by hand) is gone from the fold too.
+    if (offer !== undefined) offers.push({ offer, settlement: record(reply[i + 1]) });
+  }
+  return { version: String(reply[0]), lists: listsFromOffers(sessionId, offers) };
+}
+
 /**
  * One session's suggestions on Redis: the stream is the truth, the projection hash a
  * cache the scripts keep and rebuild (see lua/includes/projection.lua).
@@ -97,8 +126,8 @@ export class SuggestionStore {
       case OfferStatus.Recorded:
       case OfferStatus.Duplicate: {
         const [record] = parseEntries([[reply[2] as string, reply[3] as string[]]]);
-        const suggestion = foldLog(sessionId, [record as LogRecord]).open[0];
-        if (suggestion === undefined) throw new Error("offer script answered no offer record");
+        if (record === undefined) throw new Error("offer script answered no offer record");
+        const suggestion = offeredSuggestion(sessionId, record);
         return { kind: status === OfferStatus.Recorded ? "recorded" : "duplicate", suggestion };
       }
       case OfferStatus.LifetimeLimit:
@@ -162,26 +191,40 @@ export class SuggestionStore {
         chatId,
         String(OPEN_LIMIT),
       )
-      .xrange(keys.log, "-", "+")
+      .readLists(keys.log, keys.projection)
       .exec();
     if (replies === null) throw new Error("the settle transaction was discarded");
-    const [[settleErr, settleReply] = [], [rangeErr, entries] = []] = replies;
+    const [[settleErr, settleReply] = [], [readErr, readReply] = []] = replies;
     if (settleErr) throw settleErr;
-    if (rangeErr) throw rangeErr;
+    if (readErr) throw readErr;
     return {
       outcome: settleOutcome(settleReply as ScriptReply),
-      lists: foldLog(sessionId, parseEntries(entries as [string, string[]][])),
+      lists: snapshotOf(sessionId, readReply as ScriptReply).lists,
     };
   }
 
-  /** Every record of a session's log, in stream order. */
+  /**
+   * A session's lists from the projection (lua/readLists-2.lua): O(offers), not
+   * O(records), so a chat with a long history of dismissals and restores reads as fast
+   * as a fresh one (test/list-read.test.ts). The projection is caught up from the stream
+   * first, so the answer is the fold of the whole log, as `foldLog(readLog())` gives it.
+   */
+  async snapshot(sessionId: string): Promise<ListsSnapshot> {
+    const keys = sessionKeys(sessionId);
+    return snapshotOf(sessionId, await this.redis.readLists(keys.log, keys.projection));
+  }
+
+  /** A session's lists: `snapshot` without the version. */
+  async lists(sessionId: string): Promise<SuggestionLists> {
+    return (await this.snapshot(sessionId)).lists;
+  }
+
+  /**
+   * Every record of a session's log, in stream order: O(records). The service never
+   * reads this way; it is the log `foldLog` reads, for tests and tools.
+   */
   async readLog(sessionId: string): Promise<LogRecord[]> {
     const entries = await this.redis.xrange(sessionKeys(sessionId).log, "-", "+");
     return parseEntries(entries);
-  }
-
-  /** A session's lists, folded from its log. */
-  async lists(sessionId: string): Promise<SuggestionLists> {
-    return foldLog(sessionId, await this.readLog(sessionId));
   }
 }

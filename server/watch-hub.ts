@@ -1,16 +1,9 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Cluster, Redis } from "ioredis";
 import { dependencyError } from "./errors.js";
-import { foldLog, type SuggestionLists } from "./fold.js";
+import type { SuggestionLists } from "./fold.js";
 import { sessionKeys } from "./keys.js";
-import type { SuggestionStore } from "./suggestion-store.js";
-
-/** A session's lists as folded from its log up to one entry. */
-interface Snapshot {
-  /** The id of the last entry folded (`0-0` for an empty log): equal ids, equal lists. */
-  readonly version: string;
-  readonly lists: SuggestionLists;
-}
+import type { ListsSnapshot as Snapshot, SuggestionStore } from "./suggestion-store.js";
 
 /**
  * One watcher's mailbox. It keeps only the newest lists it has not taken yet, so a slow
@@ -235,11 +228,8 @@ export class WatchHub {
       await session.subscribed;
       do {
         session.again = false;
-        const records = await this.#store.readLog(session.sessionId);
-        const snapshot: Snapshot = {
-          version: records.at(-1)?.entryId ?? "0-0",
-          lists: foldLog(session.sessionId, records),
-        };
+        // O(offers) through the projection, however long the session's history.
+        const snapshot = await this.#store.snapshot(session.sessionId);
         for (const watcher of session.watchers) watcher.offer(snapshot);
       } while (session.again && session.watchers.size > 0);
     } catch (err) {

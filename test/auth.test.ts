@@ -1,6 +1,6 @@
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import {
@@ -21,7 +21,7 @@ const TOKENS = {
 
 let redisServer: Awaited<ReturnType<typeof ownRedis>>;
 let server: SuggestServer;
-let redis: Redis;
+let redis: RedisClient;
 
 beforeAll(async () => {
   // A Redis of this file's own: "reaches Redis" is read off its command counter.

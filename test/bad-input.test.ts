@@ -1,6 +1,6 @@
 import http2 from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { AgentRole, RefusalReason } from "../gen/oda/suggest/v1/suggestion_pb.js";
 import type { SuggestServer } from "../server/server.js";
@@ -19,7 +19,7 @@ import { expectRefusal, offer, refusalOf } from "./support/suggest.js";
 let redisServer: Awaited<ReturnType<typeof ownRedis>>;
 let server: SuggestServer;
 let clients: Clients;
-let redis: Redis;
+let redis: RedisClient;
 let sessionId: string;
 
 beforeAll(async () => {

@@ -1,5 +1,5 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { SuggestionState } from "../gen/oda/suggest/v1/suggestion_pb.js";
 import { sessionKeys } from "../server/keys.js";
@@ -27,7 +27,7 @@ import {
 
 let server: SuggestServer;
 let clients: Clients;
-let redis: Redis;
+let redis: RedisClient;
 beforeAll(async () => {
   server = await startTestServer();
   clients = grpcClients(server.url);

@@ -1,7 +1,7 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { ConnectError } from "@connectrpc/connect";
 import fc from "fast-check";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { type Suggestion, SuggestionState } from "../gen/oda/suggest/v1/suggestion_pb.js";
 import { sessionKeys } from "../server/keys.js";
@@ -73,7 +73,7 @@ interface Real {
 let redisServer: RedisServerProcess & { remove: () => void };
 let server: SuggestServer;
 let clients: Clients;
-let admin: Redis;
+let admin: RedisClient;
 beforeAll(async () => {
   redisServer = await ownRedis();
   server = await startTestServer(redisServer.url);

@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { MessageAuthor } from "../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionState } from "../gen/oda/suggest/v1/suggestion_pb.js";
@@ -38,8 +38,8 @@ let hostRedis: RedisServerProcess & { remove: () => void };
 let hostProcess: ServiceProcess;
 let embedded: SuggestServer;
 let remote: SuggestServer;
-let redis: Redis;
-let hostRedisClient: Redis;
+let redis: RedisClient;
+let hostRedisClient: RedisClient;
 beforeAll(async () => {
   hostRedis = await ownRedis();
   hostProcess = await spawnService(hostRedis.url);

@@ -1,6 +1,6 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { SuggestionState } from "../gen/oda/suggest/v1/suggestion_pb.js";
 import { createRedisClient } from "../server/redis-client.js";
@@ -29,7 +29,7 @@ let server: SuggestServer;
 let other: SuggestServer;
 let clients: Clients;
 let otherClients: Clients;
-let redis: Redis;
+let redis: RedisClient;
 beforeAll(async () => {
   [server, other] = await Promise.all([startTestServer(), startTestServer()]);
   clients = grpcClients(server.url);

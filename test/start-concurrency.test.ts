@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { MessageAuthor } from "../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionState } from "../gen/oda/suggest/v1/suggestion_pb.js";
@@ -21,7 +21,7 @@ import { keysOf } from "./support/suggest.js";
 let redisServer: RedisServerProcess & { remove: () => void };
 let services: ServiceProcess[] = [];
 let clients: Clients[] = [];
-let redis: Redis;
+let redis: RedisClient;
 beforeAll(async () => {
   redisServer = await ownRedis();
   services = await Promise.all([spawnService(redisServer.url), spawnService(redisServer.url)]);

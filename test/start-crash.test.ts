@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
 import { MessageAuthor } from "../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionState } from "../gen/oda/suggest/v1/suggestion_pb.js";
@@ -26,7 +26,7 @@ let testHost: TestHost;
 let survivor: SuggestServer;
 let survivorClients: Clients;
 let hostClients: Clients;
-let redis: Redis;
+let redis: RedisClient;
 let victim: ServiceProcess | undefined;
 beforeAll(async () => {
   testHost = await startTestHost();

@@ -1,13 +1,13 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { startLockKey } from "../server/keys.js";
 import { type LockTurn, StartLocks } from "../server/start-lock.js";
 import { redisClient, uniqueId } from "./support/harness.js";
 
 // Two StartLocks on two clients: two service instances sharing one Redis.
-let redisA: Redis;
-let redisB: Redis;
-let probe: Redis;
+let redisA: RedisClient;
+let redisB: RedisClient;
+let probe: RedisClient;
 const opened: StartLocks[] = [];
 beforeAll(() => {
   redisA = redisClient();
@@ -19,7 +19,7 @@ afterAll(async () => {
   for (const r of [redisA, redisB, probe]) r.disconnect();
 });
 
-function locks(redis: Redis, ttlMs: number, maxHoldMs: number): StartLocks {
+function locks(redis: RedisClient, ttlMs: number, maxHoldMs: number): StartLocks {
   const l = new StartLocks(redis, { ttlMs, maxHoldMs });
   opened.push(l);
   return l;

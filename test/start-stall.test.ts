@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
 import { MessageAuthor } from "../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionState } from "../gen/oda/suggest/v1/suggestion_pb.js";
@@ -25,7 +25,7 @@ let two: SuggestServer;
 let clientsOne: Clients;
 let clientsTwo: Clients;
 let hostClients: Clients;
-let redis: Redis;
+let redis: RedisClient;
 beforeAll(async () => {
   testHost = await startTestHost();
   const settings = { chatHostUrl: testHost.url, startLockTtlMs: TTL, startLockMaxHoldMs: TTL };

@@ -1,6 +1,6 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ErrorInfoSchema } from "../gen/google/rpc/error_details_pb.js";
 import { FolderKind, MessageAuthor } from "../gen/oda/suggest/v1/chat_host_pb.js";
@@ -33,7 +33,7 @@ import {
 
 let server: SuggestServer;
 let clients: Clients;
-let redis: Redis;
+let redis: RedisClient;
 beforeAll(async () => {
   server = await startTestServer();
   clients = grpcClients(server.url);

@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { SuggestServer } from "../server/server.js";
 import { SuggestionStore } from "../server/suggestion-store.js";
@@ -15,7 +15,7 @@ import { offer, offeredRecords, REFUSAL_TEXT } from "./support/suggest.js";
 
 let servers: SuggestServer[];
 let clients: Clients[];
-let redis: Redis;
+let redis: RedisClient;
 
 beforeAll(async () => {
   // Two instances on one Redis: the atomic step must hold across processes' connections.

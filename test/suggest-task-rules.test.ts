@@ -1,5 +1,5 @@
 import { Code } from "@connectrpc/connect";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { FolderKind } from "../gen/oda/suggest/v1/chat_host_pb.js";
 import { AgentRole, RefusalReason, SuggestionState } from "../gen/oda/suggest/v1/suggestion_pb.js";
@@ -24,7 +24,7 @@ import {
 
 let server: SuggestServer;
 let clients: Clients;
-let redis: Redis;
+let redis: RedisClient;
 let store: SuggestionStore;
 
 beforeAll(async () => {

@@ -1,16 +1,17 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { SuggestionState } from "../gen/oda/suggest/v1/suggestion_pb.js";
 import type { WatchSuggestionsResponse } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { SuggestionLists } from "../server/fold.js";
 import { sessionKeys } from "../server/keys.js";
-import { createRedisClient } from "../server/redis-client.js";
+import type { RedisClient } from "../server/redis-client.js";
+import { createRedisClient, subscriberConnection } from "../server/redis-client.js";
 import type { SuggestServer } from "../server/server.js";
 import { SuggestionStore } from "../server/suggestion-store.js";
 import { WatchHub } from "../server/watch-hub.js";
 import {
   type Clients,
+  channelSubscribers,
   grpcClients,
   putSession,
   redisClient,
@@ -22,7 +23,7 @@ import { appendRaw, ids, offerOne, watch } from "./support/lists.js";
 
 let server: SuggestServer;
 let clients: Clients;
-let redis: Redis;
+let redis: RedisClient;
 beforeAll(async () => {
   server = await startTestServer();
   clients = grpcClients(server.url);
@@ -39,8 +40,7 @@ const settledIds = (m: WatchSuggestionsResponse) => ids(m.settled).join(",");
 
 /** Subscribers of a session's channel on Redis: the hub holds one per watched session. */
 async function subscribers(sessionId: string): Promise<number> {
-  const reply = (await redis.pubsub("NUMSUB", sessionKeys(sessionId).changes)) as [string, number];
-  return Number(reply[1]);
+  return channelSubscribers(redis, sessionKeys(sessionId).changes);
 }
 
 async function eventually(check: () => Promise<boolean>, ms = 3_000): Promise<void> {
@@ -168,14 +168,14 @@ test("shutdown ends every watch cleanly and promptly", async () => {
 test("the hub reads a session's lists once for all its watchers and coalesces a burst", async () => {
   class CountingStore extends SuggestionStore {
     reads = 0;
-    override readLog(sessionId: string) {
+    override snapshot(sessionId: string) {
       this.reads++;
-      return super.readLog(sessionId);
+      return super.snapshot(sessionId);
     }
   }
   const client = createRedisClient(sharedRedisUrl());
   const store = new CountingStore(client);
-  const hub = new WatchHub(store, () => client.duplicate({ enableAutoPipelining: false }));
+  const hub = new WatchHub(store, () => subscriberConnection(client));
   const sessionId = uniqueId();
   const offerIds: string[] = [];
   for (let i = 0; i < 3; i++) {

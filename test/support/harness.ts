@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import type { Redis } from "ioredis";
+import { Cluster } from "ioredis";
 import { inject } from "vitest";
 import {
   ChatHostService,
@@ -16,7 +16,7 @@ import {
   SessionSchema,
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
-import { createRedisClient } from "../../server/redis-client.js";
+import { createRedisClient, type RedisClient } from "../../server/redis-client.js";
 import {
   freePort,
   type RedisServerProcess,
@@ -100,9 +100,25 @@ export async function ownRedis(): Promise<RedisServerProcess & { remove: () => v
   return Object.assign(server, { remove });
 }
 
-/** A Redis client (with the service's scripts defined) for reading what a call recorded. */
-export function redisClient(url = sharedRedisUrl()): Redis {
+/**
+ * A Redis client (with the service's scripts defined) for reading what a call recorded:
+ * a `Cluster` when the suite runs on a Redis Cluster (`npm run test:cluster`).
+ */
+export function redisClient(url = sharedRedisUrl()): RedisClient {
   return createRedisClient(url);
+}
+
+/**
+ * Subscribers of a pub/sub channel: on a cluster, the sum over its primaries (a
+ * subscriber holds its channel on the one node it is connected to).
+ */
+export async function channelSubscribers(redis: RedisClient, channel: string): Promise<number> {
+  let total = 0;
+  for (const node of redis instanceof Cluster ? redis.nodes("master") : [redis]) {
+    const reply = (await node.pubsub("NUMSUB", channel)) as [string, number];
+    total += Number(reply[1]);
+  }
+  return total;
 }
 
 /** A service process of its own (server/main.ts under tsx), which a test may kill -9. */

@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../server/redis-client.js";
 import { expect } from "vitest";
 import { type ErrorInfo, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import {
@@ -106,7 +106,7 @@ export function expectOpenLimit(f: WireFailure): void {
 
 /** Every record of a session's stream, as field maps, in stream order. */
 export async function logRecords(
-  redis: Redis,
+  redis: RedisClient,
   sessionId: string,
 ): Promise<Record<string, string>[]> {
   const entries = await redis.xrange(sessionKeys(sessionId).log, "-", "+");
@@ -119,7 +119,7 @@ export async function logRecords(
 
 /** Appends a hand-written record straight onto a session's stream, as another writer might. */
 export async function appendRaw(
-  redis: Redis,
+  redis: RedisClient,
   sessionId: string,
   fields: Record<string, string>,
 ): Promise<string> {

@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Redis } from "ioredis";
+import { Cluster } from "ioredis";
+import type { RedisClient } from "../../server/redis-client.js";
 import { expect } from "vitest";
 import { type ErrorInfo, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import {
@@ -116,7 +117,7 @@ export function expectRefusal(
 
 /** The `offered` records on a session's stream, as field maps. */
 export async function offeredRecords(
-  redis: Redis,
+  redis: RedisClient,
   sessionId: string,
 ): Promise<Record<string, string>[]> {
   const entries = await redis.xrange(sessionKeys(sessionId).log, "-", "+");
@@ -129,20 +130,22 @@ function* pairs(flat: string[]): Generator<[string, string]> {
   for (let i = 0; i + 1 < flat.length; i += 2) yield [flat[i] as string, flat[i + 1] as string];
 }
 
-/** Every key of a session on the server: what a call left in Redis. */
-export async function keysOf(redis: Redis, id: string): Promise<string[]> {
+/** Every key of a session on the server (on every primary of a cluster): what a call left. */
+export async function keysOf(redis: RedisClient, id: string): Promise<string[]> {
   const found: string[] = [];
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(
-      cursor,
-      "MATCH",
-      `*{${id.replace(/([*?[\]\\])/g, "\\$1")}}*`,
-      "COUNT",
-      1000,
-    );
-    found.push(...keys);
-    cursor = next;
-  } while (cursor !== "0");
+  for (const node of redis instanceof Cluster ? redis.nodes("master") : [redis]) {
+    let cursor = "0";
+    do {
+      const [next, keys] = await node.scan(
+        cursor,
+        "MATCH",
+        `*{${id.replace(/([*?[\]\\])/g, "\\$1")}}*`,
+        "COUNT",
+        1000,
+      );
+      found.push(...keys);
+      cursor = next;
+    } while (cursor !== "0");
+  }
   return found;
 }

@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { clone, type MessageInitShape } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../server/redis-client.js";
 import {
   ApprovalPolicy,
   ChatHostService,
@@ -46,7 +46,7 @@ export interface TestHost {
   readonly url: string;
   /** The embedded host behind it, for putting sessions and reading chats directly. */
   readonly host: EmbeddedChatHost;
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly hooks: TestHostHooks;
   /** The CreateChat and PostMessage requests received, in order. */
   readonly calls: { createChat: CreateChatRequest[]; postMessage: PostMessageRequest[] };

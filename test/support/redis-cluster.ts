@@ -1,0 +1,171 @@
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
+import { promisify } from "node:util";
+import { Redis } from "ioredis";
+import {
+  freePort,
+  type RedisServerProcess,
+  startRedisServer,
+} from "../../server/redis-server-process.js";
+
+const run = promisify(execFile);
+
+/** How to start a local cluster. */
+export interface RedisClusterOptions {
+  /** How many primaries (no replicas); 3 by default, the least Redis Cluster accepts. */
+  readonly primaries?: number;
+  /** `cluster-node-timeout` in ms: how soon the others mark a silent node as failing. */
+  readonly nodeTimeoutMs?: number;
+}
+
+/** One primary of a local cluster: its process (replaced on restart), port and folder. */
+export interface ClusterNode {
+  readonly port: number;
+  /** Its cluster bus port (`cluster-port`), chosen free like the client port. */
+  readonly busPort: number;
+  readonly dir: string;
+  process: RedisServerProcess | undefined;
+}
+
+/** A running local Redis Cluster of the tests' own. */
+export interface LocalRedisCluster {
+  /** `redis+cluster://127.0.0.1:p1,127.0.0.1:p2,...`, the service's cluster setting. */
+  readonly url: string;
+  readonly nodes: readonly ClusterNode[];
+  /** The node that serves a hash slot now. */
+  nodeOfSlot(slot: number): Promise<ClusterNode>;
+  /** Asks one node (any live one when omitted) for `CLUSTER KEYSLOT key`. */
+  keySlot(key: string): Promise<number>;
+  /** kill -9 of one node, as a crash would; waits for the exit. */
+  kill(node: ClusterNode): Promise<void>;
+  /** Starts a killed node again on its port and folder (its AOF and nodes.conf). */
+  restart(node: ClusterNode): Promise<void>;
+  /** Waits until every live node reports `cluster_state:ok` and knows every slot. */
+  waitHealthy(timeoutMs?: number): Promise<void>;
+  /** Stops every node and removes their folders. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a real Redis Cluster on loopback: `primaries` redis-servers with
+ * `--cluster-enabled yes`, each on free client and bus ports with its own data folder
+ * (AOF on, `appendfsync always`), joined by `redis-cli --cluster create` with no
+ * replicas. `cluster-require-full-coverage no` lets the live primaries keep serving
+ * their slots while one is down, as the README's cluster section recommends.
+ */
+export async function startRedisCluster(
+  options: RedisClusterOptions = {},
+): Promise<LocalRedisCluster> {
+  const primaries = options.primaries ?? 3;
+  const nodeTimeoutMs = options.nodeTimeoutMs ?? 2_000;
+  const root = mkdtempSync(join(tmpdir(), "suggest-task-cluster-"));
+  const nodes: ClusterNode[] = [];
+  const ports = new Set<number>();
+  while (ports.size < primaries * 2) ports.add(await freePort());
+  const [clientPorts, busPorts] = [[...ports].slice(0, primaries), [...ports].slice(primaries)];
+  for (let i = 0; i < primaries; i++) {
+    nodes.push({
+      port: clientPorts[i] as number,
+      busPort: busPorts[i] as number,
+      dir: join(root, `node-${i}`),
+      process: undefined,
+    });
+  }
+  const start = async (node: ClusterNode) => {
+    node.process = await startRedisServer({
+      dir: node.dir,
+      port: node.port,
+      extraArgs: [
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        join(node.dir, "nodes.conf"),
+        "--cluster-node-timeout",
+        String(nodeTimeoutMs),
+        "--cluster-port",
+        String(node.busPort),
+        "--cluster-require-full-coverage",
+        "no",
+      ],
+    });
+  };
+  const stop = async () => {
+    await Promise.all(nodes.map((n) => n.process?.stop()));
+    rmSync(root, { recursive: true, force: true });
+  };
+  try {
+    await Promise.all(nodes.map(start));
+    await run("redis-cli", [
+      "--cluster",
+      "create",
+      ...nodes.map((n) => `127.0.0.1:${n.port}`),
+      "--cluster-replicas",
+      "0",
+      "--cluster-yes",
+    ]);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+
+  const ask = async <T>(node: ClusterNode, fn: (r: Redis) => Promise<T>): Promise<T> => {
+    const r = new Redis(node.port, "127.0.0.1", {
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      connectTimeout: 1_000,
+      lazyConnect: true,
+    });
+    r.on("error", () => {});
+    try {
+      await r.connect();
+      return await fn(r);
+    } finally {
+      r.disconnect();
+    }
+  };
+  const live = () => nodes.filter((n) => n.process !== undefined);
+  const cluster: LocalRedisCluster = {
+    url: `redis+cluster://${nodes.map((n) => `127.0.0.1:${n.port}`).join(",")}`,
+    nodes,
+    async nodeOfSlot(slot) {
+      const ranges = await ask(live()[0] as ClusterNode, (r) => r.cluster("SLOTS"));
+      const range = ranges.find(([from, to]) => slot >= from && slot <= to);
+      const node = nodes.find((n) => n.port === range?.[2]?.[1]);
+      if (node === undefined) throw new Error(`no node serves slot ${slot}`);
+      return node;
+    },
+    async keySlot(key) {
+      return ask(live()[0] as ClusterNode, (r) => r.cluster("KEYSLOT", key));
+    },
+    async kill(node) {
+      await node.process?.kill();
+      node.process = undefined;
+    },
+    async restart(node) {
+      if (node.process === undefined) await start(node);
+    },
+    async waitHealthy(timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const states = await Promise.all(
+          live().map((n) => ask(n, (r) => r.cluster("INFO")).catch(() => "")),
+        );
+        if (states.every((s) => /cluster_state:ok/.test(s) && /cluster_slots_ok:16384/.test(s)))
+          return;
+        if (Date.now() > deadline) throw new Error(`cluster not healthy:\n${states.join("\n")}`);
+        await delay(100);
+      }
+    },
+    stop,
+  };
+  try {
+    await cluster.waitHealthy();
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return cluster;
+}
