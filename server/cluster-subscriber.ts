@@ -39,7 +39,8 @@ export function clusterSubscriber(
   seeds: readonly ClusterSeed[],
   options: RedisOptions = {},
 ): Redis {
-  let turn = 0;
+  // Instances start on different nodes, so that their subscribers spread over the cluster.
+  let turn = Math.floor(Math.random() * 1_000);
   const tls = cluster.options.redisOptions?.tls;
   /** Opens the socket to the next node in turn; ioredis does the rest. */
   class RotatingConnector extends AbstractConnector {
@@ -50,9 +51,14 @@ export function clusterSubscriber(
 
     override connect(): Promise<Socket | TLSSocket> {
       const nodes = candidates(cluster, seeds);
-      const node = nodes[turn++ % nodes.length] as ClusterSeed;
+      const node = nodes[turn++ % nodes.length];
       this.connecting = true;
       return new Promise((resolve, reject) => {
+        if (node === undefined) {
+          // The cluster client knows no node yet: ioredis retries a moment later.
+          reject(new Error("no node of the cluster is known yet"));
+          return;
+        }
         // As ioredis's own connector: open the socket on the next tick, unless a
         // disconnect came first.
         process.nextTick(() => {

@@ -11,7 +11,10 @@
 export interface SessionKeys {
   /** The append-only stream of `offered` and `settled` records: the source of truth. */
   readonly log: string;
-  /** A cache of the fold (counts and standings), rebuilt from `log` when missing or behind. */
+  /**
+   * A cache of the fold (counts, standings, offer order, and where each offer's records
+   * are), rebuilt from `log` when missing or behind; the lists are read through it.
+   */
   readonly projection: string;
   /** The pub/sub channel told after every change of this session's list. */
   readonly changes: string;

@@ -23,7 +23,7 @@ export const defaultRedisOptions: Readonly<RedisOptions> = Object.freeze({
  * Cluster settings with the same aim. A command for the slots of a primary that does
  * not answer is retried every `retryDelayOnFailover` ms (each time after asking a live
  * node for the slot map again, so a promoted replica is found) and fails after
- * `maxRedirections` tries: about 1.5 s, then UNAVAILABLE
+ * `maxRedirections` tries: after about a second, UNAVAILABLE
  * (test/cluster/cluster-failover.test.ts). Each node's connection takes the single
  * client's settings.
  */
@@ -80,7 +80,8 @@ export function createRedisClient(url: string): RedisClient {
  * no bound. The first connection is worth waiting for (a client is used as soon as it is
  * made), but a cluster lost later should fail calls at once, as a single Redis does:
  * the queue is turned off whenever the cluster stops being ready, and on again once it
- * is (while ready, it only covers the moment a node's connection opens).
+ * is (while ready, it only covers the moment a node's connection opens). Pinned by
+ * test/cluster/cluster-failover.test.ts (every primary down: UNAVAILABLE at once).
  */
 function holdCallsOnlyUntilReady(cluster: Cluster): void {
   cluster.on("ready", () => {

@@ -26,7 +26,7 @@ export class RedisUrlError extends Error {
 }
 
 const CLUSTER_URL = /^(rediss?)\+cluster:\/\/(?:([^@/]*)@)?([^/?#@]+)\/?$/;
-const SEED = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/;
+const SEED = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9._-]+)):(\d{1,5})$/;
 
 /**
  * Reads a Redis URL. A cluster is written as

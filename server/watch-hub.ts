@@ -89,7 +89,7 @@ export class WatchHub {
   /**
    * @param store reads the lists (on the store's own client, not the subscriber).
    * @param connect makes the subscriber connection, opened at the first watcher; the
-   *   server passes its client's `duplicate()`.
+   *   server passes `subscriberConnection(client)` (a duplicate, or one node of a cluster).
    */
   constructor(store: SuggestionStore, connect: () => Redis | Cluster) {
     this.#store = store;

@@ -1,6 +1,5 @@
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import {
@@ -10,6 +9,7 @@ import {
 } from "../gen/oda/suggest/v1/chat_host_pb.js";
 import { AgentRole } from "../gen/oda/suggest/v1/suggestion_pb.js";
 import { SuggestionService } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
+import type { RedisClient } from "../server/redis-client.js";
 import type { SuggestServer } from "../server/server.js";
 import { ownRedis, redisClient, startTestServer, uniqueId } from "./support/harness.js";
 

@@ -1,8 +1,8 @@
 import http2 from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { AgentRole, RefusalReason } from "../gen/oda/suggest/v1/suggestion_pb.js";
+import type { RedisClient } from "../server/redis-client.js";
 import type { SuggestServer } from "../server/server.js";
 import {
   type Clients,

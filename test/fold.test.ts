@@ -1,7 +1,7 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { describe, expect, test } from "vitest";
 import { type Suggestion, SuggestionState } from "../gen/oda/suggest/v1/suggestion_pb.js";
-import { foldLog, type LogRecord, parseEntries } from "../server/fold.js";
+import { foldLog, type LogRecord, listsFromOffers, parseEntries } from "../server/fold.js";
 
 let seq = 0;
 /** A record as the stream would hold it; entry ids grow by one ms per record. */
@@ -189,5 +189,36 @@ describe("foldLog", () => {
     expect(parseEntries([["1-0", ["type", "offered", "id", "a"]]])).toEqual([
       { entryId: "1-0", fields: { type: "offered", id: "a" } },
     ]);
+  });
+});
+
+describe("listsFromOffers", () => {
+  test("each offer with the settlement it stands by gives the suggestions of the fold", () => {
+    const a = offered("a", { time: "100" });
+    const b = offered("b");
+    const c = offered("c");
+    const aDismissed = settled("a", "dismissed");
+    const aRestored = settled("a", "restored");
+    const bStarted = settled("b", "started", { chat: "chat-1", time: "200" });
+    const aDrafted = settled("a", "drafted", { time: "x" });
+    const log = [a, b, c, aDismissed, aRestored, bStarted, settled("b", "dismissed"), aDrafted];
+    const lists = listsFromOffers("s", [
+      { offer: a, settlement: aDrafted },
+      { offer: b, settlement: bStarted },
+      { offer: c, settlement: undefined },
+    ]);
+    expect(lists).toEqual(foldLog("s", log));
+    expect(ids(lists.settled)).toEqual(["a", "b"]);
+    expect(lists.byId.get("b")?.chatId).toBe("chat-1");
+  });
+
+  test("an offer record without an id, or a repeated one, is skipped as the fold skips it", () => {
+    const first = offered("a", { title: "first" });
+    const lists = listsFromOffers("s", [
+      { offer: rec({ type: "offered", title: "no id" }), settlement: undefined },
+      { offer: first, settlement: undefined },
+      { offer: offered("a", { title: "second" }), settlement: undefined },
+    ]);
+    expect(lists.open.map((s) => [s.id, s.title])).toEqual([["a", "first"]]);
   });
 });

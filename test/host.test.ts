@@ -1,5 +1,4 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ErrorInfoSchema } from "../gen/google/rpc/error_details_pb.js";
 import {
@@ -10,6 +9,7 @@ import {
   SandboxMode,
 } from "../gen/oda/suggest/v1/chat_host_pb.js";
 import { embeddedChatId } from "../server/embedded-host.js";
+import type { RedisClient } from "../server/redis-client.js";
 import type { SuggestServer } from "../server/server.js";
 import {
   type Clients,

@@ -1,8 +1,8 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { SuggestionState } from "../gen/oda/suggest/v1/suggestion_pb.js";
 import { sessionKeys } from "../server/keys.js";
+import type { RedisClient } from "../server/redis-client.js";
 import { createRedisClient } from "../server/redis-client.js";
 import type { SuggestServer } from "../server/server.js";
 import { SuggestionStore } from "../server/suggestion-store.js";

@@ -1,10 +1,10 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { ConnectError } from "@connectrpc/connect";
 import fc from "fast-check";
-import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { type Suggestion, SuggestionState } from "../gen/oda/suggest/v1/suggestion_pb.js";
 import { sessionKeys } from "../server/keys.js";
+import type { RedisClient } from "../server/redis-client.js";
 import { type RedisServerProcess, startRedisServer } from "../server/redis-server-process.js";
 import type { SuggestServer } from "../server/server.js";
 import {

@@ -1,9 +1,9 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { MessageAuthor } from "../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionState } from "../gen/oda/suggest/v1/suggestion_pb.js";
 import { startLockKey } from "../server/keys.js";
+import type { RedisClient } from "../server/redis-client.js";
 import type { RedisServerProcess } from "../server/redis-server-process.js";
 import type { SuggestServer } from "../server/server.js";
 import {

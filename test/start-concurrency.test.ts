@@ -1,7 +1,7 @@
-import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { MessageAuthor } from "../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionState } from "../gen/oda/suggest/v1/suggestion_pb.js";
+import type { RedisClient } from "../server/redis-client.js";
 import type { RedisServerProcess } from "../server/redis-server-process.js";
 import {
   type Clients,

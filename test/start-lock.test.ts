@@ -1,6 +1,6 @@
-import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { startLockKey } from "../server/keys.js";
+import type { RedisClient } from "../server/redis-client.js";
 import { type LockTurn, StartLocks } from "../server/start-lock.js";
 import { redisClient, uniqueId } from "./support/harness.js";
 

@@ -1,8 +1,8 @@
-import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
 import { MessageAuthor } from "../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionState } from "../gen/oda/suggest/v1/suggestion_pb.js";
 import { startLockKey } from "../server/keys.js";
+import type { RedisClient } from "../server/redis-client.js";
 import type { SuggestServer } from "../server/server.js";
 import {
   type Clients,

@@ -1,6 +1,5 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ErrorInfoSchema } from "../gen/google/rpc/error_details_pb.js";
 import { FolderKind, MessageAuthor } from "../gen/oda/suggest/v1/chat_host_pb.js";
@@ -11,6 +10,7 @@ import {
 } from "../gen/oda/suggest/v1/suggestion_pb.js";
 import { EmbeddedChatHost, embeddedChatId } from "../server/embedded-host.js";
 import { hostKeys, startLockKey } from "../server/keys.js";
+import type { RedisClient } from "../server/redis-client.js";
 import type { SuggestServer } from "../server/server.js";
 import { startIdempotencyKeys } from "../server/start-suggestion.js";
 import { SuggestionStore } from "../server/suggestion-store.js";

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, beforeAll, expect, test } from "vitest";
+import type { RedisClient } from "../server/redis-client.js";
 import type { SuggestServer } from "../server/server.js";
 import { SuggestionStore } from "../server/suggestion-store.js";
 import {

@@ -1,8 +1,8 @@
 import { Code } from "@connectrpc/connect";
-import type { RedisClient } from "../server/redis-client.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { FolderKind } from "../gen/oda/suggest/v1/chat_host_pb.js";
 import { AgentRole, RefusalReason, SuggestionState } from "../gen/oda/suggest/v1/suggestion_pb.js";
+import type { RedisClient } from "../server/redis-client.js";
 import type { SuggestServer } from "../server/server.js";
 import { SuggestionStore } from "../server/suggestion-store.js";
 import {

@@ -1,5 +1,4 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { RedisClient } from "../../server/redis-client.js";
 import { expect } from "vitest";
 import { type ErrorInfo, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import {
@@ -11,6 +10,7 @@ import {
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { WatchSuggestionsResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { sessionKeys } from "../../server/keys.js";
+import type { RedisClient } from "../../server/redis-client.js";
 import type { Clients } from "./harness.js";
 
 let turns = 0;

@@ -3,7 +3,6 @@ import type { AddressInfo } from "node:net";
 import { clone, type MessageInitShape } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import type { RedisClient } from "../../server/redis-client.js";
 import {
   ApprovalPolicy,
   ChatHostService,
@@ -18,6 +17,7 @@ import {
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { EmbeddedChatHost } from "../../server/embedded-host.js";
 import { createLocalHostService } from "../../server/host-service.js";
+import type { RedisClient } from "../../server/redis-client.js";
 import { redisClient } from "./harness.js";
 
 /** What a preset gives a chat for the settings its request leaves unset. */

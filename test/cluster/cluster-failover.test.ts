@@ -1,0 +1,210 @@
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import {
+  Health,
+  HealthCheckResponse_ServingStatus as ServingStatus,
+} from "../../gen/grpc/health/v1/health_pb.js";
+import { AgentRole } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import type { ListSuggestionsResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import { sessionKeys } from "../../server/keys.js";
+import type { SuggestServer } from "../../server/server.js";
+import {
+  type Clients,
+  grpcClients,
+  putSession,
+  startTestServer,
+  uniqueId,
+} from "../support/harness.js";
+import { ids, offerOne, watch } from "../support/lists.js";
+import {
+  type ClusterNode,
+  type LocalRedisCluster,
+  startRedisCluster,
+} from "../support/redis-cluster.js";
+
+// A 3-primary cluster of this file's own, whose nodes it kills with kill -9 and starts
+// again (AOF on, appendfsync always), and a server on it with the embedded host.
+let cluster: LocalRedisCluster;
+let server: SuggestServer;
+let clients: Clients;
+beforeAll(async () => {
+  cluster = await startRedisCluster({ nodeTimeoutMs: 1_000 });
+  server = await startTestServer(cluster.url);
+  clients = grpcClients(server.url);
+});
+afterAll(async () => {
+  await server?.close();
+  await cluster?.stop();
+});
+
+/** A new session whose keys live on `node` (its slot asked of the cluster). */
+async function sessionOn(node: ClusterNode): Promise<string> {
+  for (;;) {
+    const sessionId = uniqueId();
+    const slot = await cluster.keySlot(sessionKeys(sessionId).log);
+    if ((await cluster.nodeOfSlot(slot)) === node) return sessionId;
+  }
+}
+
+/** A session in a workspace with three offers: one dismissed, one started, one open. */
+async function busySession(node: ClusterNode): Promise<ListSuggestionsResponse> {
+  const sessionId = await sessionOn(node);
+  await putSession(clients, { sessionId });
+  const [a, b] = [await offerOne(clients, sessionId, "A"), await offerOne(clients, sessionId, "B")];
+  await offerOne(clients, sessionId, "C");
+  await clients.suggestions.dismissSuggestion({ sessionId, suggestionId: a.id });
+  await clients.suggestions.startSuggestion({ sessionId, suggestionId: b.id });
+  const lists = await clients.suggestions.listSuggestions({ sessionId });
+  expect([lists.open.length, lists.settled.length]).toEqual([1, 2]);
+  return lists;
+}
+
+const sessionOf = (lists: ListSuggestionsResponse) =>
+  (lists.open[0] ?? lists.settled[0])?.sessionId as string;
+
+/** Awaits a call that must fail; answers its code and how long it took. */
+async function failure(call: () => Promise<unknown>): Promise<{ code: Code; ms: number }> {
+  const started = Date.now();
+  const err = await call().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(err instanceof ConnectError)) throw new Error(`expected a failure, got ${String(err)}`);
+  return { code: err.code, ms: Date.now() - started };
+}
+
+/** Retries `fn` until it succeeds or `ms` pass (a client finding a restarted node again). */
+async function eventually<T>(fn: () => Promise<T>, ms = 10_000): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (Date.now() > until) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+test("kill -9 of one primary: its sessions' calls fail UNAVAILABLE quickly, the others work on, and after a restart its lists are intact", async () => {
+  const [victim, ...survivors] = cluster.nodes as [ClusterNode, ClusterNode, ClusterNode];
+  const lost = await busySession(victim);
+  const kept = await Promise.all(survivors.map(busySession));
+  const lostId = sessionOf(lost);
+  const [lostOpen] = ids(lost.open);
+
+  await cluster.kill(victim);
+
+  // Every kind of call on the lost session answers UNAVAILABLE within about a second.
+  const calls: (() => Promise<unknown>)[] = [
+    () => clients.suggestions.listSuggestions({ sessionId: lostId }),
+    () => clients.suggestions.getSuggestion({ sessionId: lostId, suggestionId: lostOpen }),
+    () => clients.suggestions.dismissSuggestion({ sessionId: lostId, suggestionId: lostOpen }),
+    () => clients.suggestions.startSuggestion({ sessionId: lostId, suggestionId: lostOpen }),
+    () =>
+      clients.suggestions.suggestTask({
+        context: { sessionId: lostId, turnId: "t-x", role: AgentRole.TOP_LEVEL, toolCallId: "" },
+        args: { title: "X", tldr: "x", brief: "x" },
+      }),
+    () => clients.local.getChat({ chatId: lostId }),
+    async () => {
+      for await (const _ of clients.suggestions.watchSuggestions({ sessionId: lostId })) {
+        // The first lists cannot be read: the watch fails before it sends any.
+      }
+    },
+  ];
+  const failures = await Promise.all(calls.map(failure));
+  for (const f of failures) {
+    expect(Code[f.code]).toBe("Unavailable");
+    expect(f.ms).toBeLessThan(3_000);
+  }
+
+  // The instance stays healthy: it serves every session the live primaries hold.
+  const health = createClient(Health, clients.transport);
+  for (let i = 0; i < 6; i++) {
+    expect((await health.check({ service: "" })).status).toBe(ServingStatus.SERVING);
+  }
+
+  // Sessions on the live primaries answer as before and take new offers and settlements.
+  for (const lists of kept) {
+    const sessionId = sessionOf(lists);
+    const started = Date.now();
+    expect(await clients.suggestions.listSuggestions({ sessionId })).toEqual(lists);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    const [open] = ids(lists.open);
+    await clients.suggestions.draftSuggestion({ sessionId, suggestionId: open as string });
+    const offered = await offerOne(clients, sessionId, "D");
+    const now = await clients.suggestions.listSuggestions({ sessionId });
+    expect(ids(now.open)).toEqual([offered.id]);
+    expect(now.settled.length).toBe(3);
+  }
+
+  // Back from its AOF: the same lists, and the session takes calls again.
+  await cluster.restart(victim);
+  await cluster.waitHealthy();
+  const after = await eventually(() => clients.suggestions.listSuggestions({ sessionId: lostId }));
+  expect(after).toEqual(lost);
+  await clients.suggestions.dismissSuggestion({ sessionId: lostId, suggestionId: lostOpen });
+  const settledNow = await clients.suggestions.listSuggestions({ sessionId: lostId });
+  expect(ids(settledNow.open)).toEqual([]);
+}, 60_000);
+
+test("when the node that carries a server's subscriptions dies, its watchers are served from another node", async () => {
+  const probe = await sessionOn(cluster.nodes[0] as ClusterNode);
+  await putSession(clients, { sessionId: probe });
+  const first = watch(clients, probe);
+  await first.waitFor(() => true);
+  // The node the watch hub's subscriber is connected to, by its connection name.
+  const carrier = await subscriberNode();
+  const sessionId = await sessionOn(cluster.nodes.find((n) => n !== carrier) as ClusterNode);
+  await putSession(clients, { sessionId });
+  const w = watch(clients, sessionId);
+  await w.waitFor(() => true);
+
+  await cluster.kill(carrier);
+  const offered = await offerOne(clients, sessionId, "After the loss");
+  // The subscriber moves to a live node, and the hub reads every watched session again
+  // (a change published while it moved would otherwise be lost).
+  await w.waitFor((m) => ids(m.open).join(",") === offered.id, 0, 5_000);
+  expect(await subscriberNode()).not.toBe(carrier);
+
+  w.cancel();
+  first.cancel();
+  await Promise.all([w.ended, first.ended]);
+  await cluster.restart(carrier);
+  await cluster.waitHealthy();
+}, 60_000);
+
+test("with every primary down, calls fail UNAVAILABLE at once instead of waiting; all come back after", async () => {
+  const sessionId = await sessionOn(cluster.nodes[1] as ClusterNode);
+  await putSession(clients, { sessionId });
+  const offered = await offerOne(clients, sessionId);
+  await Promise.all(cluster.nodes.map((n) => cluster.kill(n)));
+  const health = createClient(Health, clients.transport);
+  expect((await health.check({ service: "" })).status).toBe(ServingStatus.NOT_SERVING);
+  for (let i = 0; i < 3; i++) {
+    const f = await failure(() => clients.suggestions.listSuggestions({ sessionId }));
+    expect(Code[f.code]).toBe("Unavailable");
+    expect(f.ms).toBeLessThan(3_000);
+  }
+  await Promise.all(cluster.nodes.map((n) => cluster.restart(n)));
+  await cluster.waitHealthy();
+  const lists = await eventually(() => clients.suggestions.listSuggestions({ sessionId }));
+  expect(ids(lists.open)).toEqual([offered.id]);
+}, 60_000);
+
+/** The live node on which a connection named `suggest-task-subscriber` holds channels. */
+async function subscriberNode(): Promise<ClusterNode> {
+  for (const node of cluster.nodes) {
+    if (node.process === undefined) continue;
+    const r = new Redis(node.port, "127.0.0.1", { maxRetriesPerRequest: 0 });
+    try {
+      const list = (await r.client("LIST")) as string;
+      if (/name=suggest-task-subscriber .*\bsub=[1-9]/.test(list)) return node;
+    } finally {
+      r.disconnect();
+    }
+  }
+  throw new Error("no node carries the subscriber");
+}
