@@ -26,7 +26,7 @@ interface Config {
 
 const config = JSON.parse(process.argv[2] as string) as Config;
 const clients = Array.from(
-  { length: 20 },
+  { length: Number(process.env.WATCH_CONNECTIONS ?? 20) },
   () =>
     new grpc.Client(config.address, grpc.credentials.createInsecure(), {
       "grpc.use_local_subchannel_pool": 1,
@@ -34,9 +34,12 @@ const clients = Array.from(
 );
 const watchersOf = new Map<string, { seen: Set<string> }[]>();
 let started = 0;
+let errors = 0;
+let firstError: string | undefined;
 const streams: grpc.ClientReadableStream<unknown>[] = [];
 
-for (let i = 0; i < config.watchers; i++) {
+/** Opens watcher `i`. */
+function openWatcher(i: number): void {
   const sessionId = config.sessions[i % config.sessions.length] as string;
   const watcher = { seen: new Set<string>() };
   const list = watchersOf.get(sessionId) ?? [];
@@ -63,7 +66,10 @@ for (let i = 0; i < config.watchers; i++) {
       onDelivery();
     },
   );
-  stream.on("error", () => {});
+  stream.on("error", (err: Error) => {
+    errors++;
+    firstError ??= err.message;
+  });
   streams.push(stream);
 }
 
@@ -90,13 +96,24 @@ function offer(sessionId: string, turn: string): Promise<string> {
 async function main(): Promise<void> {
   const openedAt = performance.now();
   let lastReport = performance.now();
-  while (started < config.watchers) {
+  // Idle watchers arrive over time, not in one burst: 500 at a time, each batch waiting
+  // for its first lists (a burst of 10,000 stream openings stalls any Node server).
+  for (let i = 0; i < config.watchers; i++) {
+    openWatcher(i);
+    if ((i + 1) % 500 === 0) {
+      while (started + errors < i + 1) await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  while (started + errors < config.watchers) {
     await new Promise((r) => setTimeout(r, 50));
     if (performance.now() - lastReport > 5_000) {
       lastReport = performance.now();
-      console.error(`watch-load: ${started} of ${config.watchers} watchers have their first lists`);
+      console.error(
+        `watch-load: ${started} of ${config.watchers} watchers have their first lists; ${errors} failed (${firstError ?? "-"})`,
+      );
     }
   }
+  if (errors > 0) throw new Error(`${errors} watchers failed: ${firstError}`);
   console.log(`watching ${((performance.now() - openedAt) / 1000).toFixed(1)}`);
   await new Promise((r) => setTimeout(r, 1_000));
   const background = config.sessions.filter((s) => !config.measured.includes(s));

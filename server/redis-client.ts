@@ -101,8 +101,17 @@ function holdCallsOnlyUntilReady(cluster: Cluster): void {
  * resubscribes by itself.
  */
 export function subscriberConnection(client: RedisClient): Redis {
-  if (client instanceof Redis) return client.duplicate({ enableAutoPipelining: false });
+  if (client instanceof Redis) return client.duplicate(SUBSCRIBER_OPTIONS);
   return clusterSubscriber(client, clusterSeeds.get(client) ?? [], {
+    ...SUBSCRIBER_OPTIONS,
     connectionName: "suggest-task-subscriber",
   });
 }
+
+/**
+ * No ready check on a subscriber: after a reconnection ioredis would send its INFO on a
+ * connection already marked as subscribed, have it refused ("only subscriber commands
+ * may be used") and reject every SUBSCRIBE waiting with it, failing the watchers of
+ * those sessions. Seen with 10,000 watchers opening under load (bench/watch-load.ts).
+ */
+const SUBSCRIBER_OPTIONS = Object.freeze({ enableAutoPipelining: false, enableReadyCheck: false });

@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { ErrorInfoSchema } from "../gen/google/rpc/error_details_pb.js";
 import {
   ApprovalPolicy,
@@ -10,29 +10,12 @@ import {
 } from "../gen/oda/suggest/v1/chat_host_pb.js";
 import { embeddedChatId } from "../server/embedded-host.js";
 import type { RedisClient } from "../server/redis-client.js";
-import type { SuggestServer } from "../server/server.js";
-import {
-  type Clients,
-  grpcClients,
-  putSession,
-  redisClient,
-  startTestServer,
-  uniqueId,
-} from "./support/harness.js";
+import { type Clients, putSession, uniqueId, useTestServer } from "./support/harness.js";
 import { keysOf } from "./support/suggest.js";
 
-let server: SuggestServer;
 let clients: Clients;
 let redis: RedisClient;
-beforeAll(async () => {
-  server = await startTestServer();
-  clients = grpcClients(server.url);
-  redis = redisClient();
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.close();
-});
+useTestServer((env) => ({ clients, redis } = env));
 
 /** Awaits a call that must fail; answers its ConnectError. */
 async function errorOf(call: Promise<unknown>): Promise<ConnectError> {

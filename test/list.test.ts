@@ -1,19 +1,16 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import { SuggestionState } from "../gen/oda/suggest/v1/suggestion_pb.js";
 import { sessionKeys } from "../server/keys.js";
 import type { RedisClient } from "../server/redis-client.js";
 import { createRedisClient } from "../server/redis-client.js";
-import type { SuggestServer } from "../server/server.js";
 import { SuggestionStore } from "../server/suggestion-store.js";
 import {
   type Clients,
-  grpcClients,
   putSession,
-  redisClient,
   sharedRedisUrl,
-  startTestServer,
   uniqueId,
+  useTestServer,
 } from "./support/harness.js";
 import {
   appendRaw,
@@ -25,18 +22,9 @@ import {
   offerOne,
 } from "./support/lists.js";
 
-let server: SuggestServer;
 let clients: Clients;
 let redis: RedisClient;
-beforeAll(async () => {
-  server = await startTestServer();
-  clients = grpcClients(server.url);
-  redis = redisClient();
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.close();
-});
+useTestServer((env) => ({ clients, redis } = env));
 
 async function newSession(): Promise<string> {
   const sessionId = uniqueId();

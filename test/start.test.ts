@@ -1,6 +1,6 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { ErrorInfoSchema } from "../gen/google/rpc/error_details_pb.js";
 import { FolderKind, MessageAuthor } from "../gen/oda/suggest/v1/chat_host_pb.js";
 import {
@@ -11,17 +11,9 @@ import {
 import { EmbeddedChatHost, embeddedChatId } from "../server/embedded-host.js";
 import { hostKeys, startLockKey } from "../server/keys.js";
 import type { RedisClient } from "../server/redis-client.js";
-import type { SuggestServer } from "../server/server.js";
 import { startIdempotencyKeys } from "../server/start-suggestion.js";
 import { SuggestionStore } from "../server/suggestion-store.js";
-import {
-  type Clients,
-  grpcClients,
-  putSession,
-  redisClient,
-  startTestServer,
-  uniqueId,
-} from "./support/harness.js";
+import { type Clients, putSession, uniqueId, useTestServer } from "./support/harness.js";
 import {
   expectNotFound,
   expectNotOpen,
@@ -31,18 +23,9 @@ import {
   offerOne,
 } from "./support/lists.js";
 
-let server: SuggestServer;
 let clients: Clients;
 let redis: RedisClient;
-beforeAll(async () => {
-  server = await startTestServer();
-  clients = grpcClients(server.url);
-  redis = redisClient();
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.close();
-});
+useTestServer((env) => ({ clients, redis } = env));
 
 /** A session in workspace ws-1 with one offer; answers both ids. */
 async function offered(title = "Write the migration guide") {

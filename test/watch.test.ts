@@ -1,12 +1,11 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import { SuggestionState } from "../gen/oda/suggest/v1/suggestion_pb.js";
 import type { WatchSuggestionsResponse } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { SuggestionLists } from "../server/fold.js";
 import { sessionKeys } from "../server/keys.js";
 import type { RedisClient } from "../server/redis-client.js";
 import { createRedisClient, subscriberConnection } from "../server/redis-client.js";
-import type { SuggestServer } from "../server/server.js";
 import { SuggestionStore } from "../server/suggestion-store.js";
 import { WatchHub } from "../server/watch-hub.js";
 import {
@@ -14,25 +13,16 @@ import {
   channelSubscribers,
   grpcClients,
   putSession,
-  redisClient,
   sharedRedisUrl,
   startTestServer,
   uniqueId,
+  useTestServer,
 } from "./support/harness.js";
 import { appendRaw, ids, offerOne, watch } from "./support/lists.js";
 
-let server: SuggestServer;
 let clients: Clients;
 let redis: RedisClient;
-beforeAll(async () => {
-  server = await startTestServer();
-  clients = grpcClients(server.url);
-  redis = redisClient();
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.close();
-});
+useTestServer((env) => ({ clients, redis } = env));
 
 const req = (sessionId: string, suggestionId: string) => ({ sessionId, suggestionId });
 const openIds = (m: WatchSuggestionsResponse) => ids(m.open).join(",");

@@ -4,10 +4,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
-import { type Client, createClient, type Transport } from "@connectrpc/connect";
+import { type Client, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Cluster } from "ioredis";
-import { inject } from "vitest";
+import { afterAll, beforeAll, inject } from "vitest";
 import {
   ChatHostService,
   FolderKind,
@@ -174,4 +174,40 @@ export async function spawnService(
       return exited;
     },
   };
+}
+
+/** What `useTestServer` gives each test of a file. */
+export interface TestEnv {
+  readonly server: SuggestServer;
+  readonly clients: Clients;
+  readonly redis: RedisClient;
+}
+
+/**
+ * One server of a test file's own on the suite's Redis, with gRPC clients and a Redis
+ * client for reading what calls recorded; started before the file's tests, closed after.
+ * `assign` hands them to the file's variables.
+ */
+export function useTestServer(assign: (env: TestEnv) => void): void {
+  let env: TestEnv | undefined;
+  beforeAll(async () => {
+    const server = await startTestServer();
+    env = { server, clients: grpcClients(server.url), redis: redisClient() };
+    assign(env);
+  });
+  afterAll(async () => {
+    env?.redis.disconnect();
+    await env?.server.close();
+  });
+}
+
+/** Awaits a call that must fail, and answers its ConnectError. */
+export async function connectErrorOf(call: Promise<unknown>): Promise<ConnectError> {
+  const err = await call.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(err instanceof ConnectError))
+    throw new Error(`expected a ConnectError, got ${String(err)}`);
+  return err;
 }

@@ -1,4 +1,4 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { expect } from "vitest";
 import { type ErrorInfo, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import {
@@ -11,7 +11,7 @@ import {
 import type { WatchSuggestionsResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { sessionKeys } from "../../server/keys.js";
 import type { RedisClient } from "../../server/redis-client.js";
-import type { Clients } from "./harness.js";
+import { type Clients, connectErrorOf } from "./harness.js";
 
 let turns = 0;
 
@@ -41,12 +41,7 @@ export interface WireFailure {
 
 /** Awaits a call that must fail and reads its SuggestionError and ErrorInfo. */
 export async function failureOf(call: Promise<unknown>): Promise<WireFailure> {
-  const err = await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(err instanceof ConnectError))
-    throw new Error(`expected a ConnectError, got ${String(err)}`);
+  const err = await connectErrorOf(call);
   return {
     message: err.rawMessage,
     code: err.code,

@@ -1,4 +1,4 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { Cluster } from "ioredis";
 import { expect } from "vitest";
 import { type ErrorInfo, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
@@ -11,7 +11,7 @@ import {
 import type { SuggestTaskResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { sessionKeys } from "../../server/keys.js";
 import type { RedisClient } from "../../server/redis-client.js";
-import type { Clients } from "./harness.js";
+import { type Clients, connectErrorOf } from "./harness.js";
 
 /** The reference's refusal texts, copied from the reference page. */
 export const REFUSAL_TEXT = {
@@ -72,12 +72,7 @@ export interface WireRefusal {
 
 /** Awaits a call that must fail and reads its refusal details. */
 export async function refusalOf(call: Promise<unknown>): Promise<WireRefusal> {
-  const err = await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(err instanceof ConnectError))
-    throw new Error(`expected a ConnectError, got ${String(err)}`);
+  const err = await connectErrorOf(call);
   return {
     message: err.rawMessage,
     code: err.code,
