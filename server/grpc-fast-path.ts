@@ -27,12 +27,15 @@ export interface GrpcFastPathOptions {
 export type StreamHandler = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => boolean;
 
 type UnaryFn = (request: unknown, context: HandlerContext) => Promise<unknown>;
+type StreamFn = (request: unknown, context: HandlerContext) => AsyncIterable<unknown>;
 
-interface Route {
+type Route = {
   readonly service: ServedService["service"];
   readonly method: DescMethod;
-  readonly fn: UnaryFn;
-}
+} & (
+  | { readonly kind: "unary"; readonly fn: UnaryFn }
+  | { readonly kind: "server_streaming"; readonly fn: StreamFn }
+);
 
 const RESPONSE_HEADERS = {
   ":status": 200,
@@ -46,8 +49,8 @@ const RESPONSE_HEADERS = {
  * metrics are the same), without connect-node's per-call machinery: perf-notes.md puts
  * connect-node at about 390 µs of CPU per call here and a raw HTTP/2 handler near 50.
  * It takes only what it fully handles: POST, `application/grpc` or `+proto`, no
- * compression, a unary method. Everything else (Connect, gRPC-Web, JSON, streams,
- * compressed calls) is handed to connect-node. Pinned by test/grpc-fast-path.test.ts
+ * compression, a unary or server-streaming method. Everything else (Connect, gRPC-Web,
+ * JSON, client and bidi streams, compressed calls) is handed to connect-node. Pinned by test/grpc-fast-path.test.ts
  * and every gRPC interop test, which run through it.
  */
 export function createGrpcFastPath(
@@ -57,9 +60,20 @@ export function createGrpcFastPath(
   const routes = new Map<string, Route>();
   for (const { service, impl } of services) {
     for (const method of service.methods) {
-      const fn = (impl as unknown as Record<string, UnaryFn | undefined>)[method.localName];
-      if (method.methodKind === "unary" && fn !== undefined) {
-        routes.set(`/${service.typeName}/${method.name}`, { service, method, fn: fn.bind(impl) });
+      const fn = (impl as unknown as Record<string, UnaryFn | StreamFn | undefined>)[
+        method.localName
+      ];
+      if (fn === undefined) continue;
+      const path = `/${service.typeName}/${method.name}`;
+      if (method.methodKind === "unary") {
+        routes.set(path, { service, method, kind: "unary", fn: fn.bind(impl) as UnaryFn });
+      } else if (method.methodKind === "server_streaming") {
+        routes.set(path, {
+          service,
+          method,
+          kind: "server_streaming",
+          fn: fn.bind(impl) as StreamFn,
+        });
       }
     }
   }
@@ -110,7 +124,13 @@ function serve(
   });
   stream.on("end", () => {
     if (answered) return;
-    void call(stream, headers, route, options, Buffer.concat(chunks, size)).then(
+    const body = Buffer.concat(chunks, size);
+    if (route.kind === "server_streaming") {
+      answered = true;
+      void serveStream(stream, headers, route, options, body);
+      return;
+    }
+    void call(stream, headers, route, options, body).then(
       (frame) => {
         if (answered || stream.destroyed) return;
         answered = true;
@@ -121,6 +141,71 @@ function serve(
       (err: unknown) => fail(toConnectError(err)),
     );
   });
+}
+
+/**
+ * A server-streaming call: each message as it comes, then the status in trailers. The
+ * client leaving closes the stream, which aborts the context's signal and so ends the
+ * handler (WatchSuggestions); a slow client holds the handler back through `drain`.
+ */
+async function serveStream(
+  stream: ServerHttp2Stream,
+  headers: IncomingHttpHeaders,
+  route: Route & { readonly kind: "server_streaming" },
+  options: GrpcFastPathOptions,
+  body: Buffer,
+): Promise<void> {
+  let started = false;
+  const finish = (status: Record<string, string>) => {
+    if (stream.destroyed || stream.closed) return;
+    if (!started) {
+      stream.respond({ ...RESPONSE_HEADERS, ...status }, { endStream: true });
+      return;
+    }
+    stream.once("wantTrailers", () => stream.sendTrailers(status));
+    stream.end();
+  };
+  try {
+    const input = parseFrame(route.method.input, body);
+    const timeout = parseTimeout(headerValue(headers["grpc-timeout"]), options.maxTimeoutMs);
+    if (timeout.error !== undefined) throw timeout.error;
+    const context = lazyContext(stream, headers, route, options, timeout.timeoutMs);
+    for await (const message of route.fn(input, context)) {
+      if (stream.destroyed || stream.closed) break;
+      if (!started) {
+        started = true;
+        stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
+      }
+      if (!stream.write(frameOf(route.method.output, message))) await drained(stream);
+    }
+    finish({ "grpc-status": "0" });
+  } catch (err) {
+    finish(statusOf(toConnectError(err)));
+  }
+}
+
+/** Resolves when the stream can take more, or is gone. */
+function drained(stream: ServerHttp2Stream): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      stream.off("drain", done);
+      stream.off("close", done);
+      resolve();
+    };
+    stream.on("drain", done);
+    stream.on("close", done);
+  });
+}
+
+/** A response message in its gRPC frame. */
+function frameOf(schema: DescMessage, result: unknown): Buffer {
+  const output = isMessage(result, schema) ? result : create(schema, result as never);
+  const bytes = toBinary(schema, output);
+  const frame = Buffer.allocUnsafe(5 + bytes.length);
+  frame[0] = 0;
+  frame.writeUInt32BE(bytes.length, 1);
+  frame.set(bytes, 5);
+  return frame;
 }
 
 /** Runs one call: the request's frame in, the response's frame out. */
@@ -134,29 +219,73 @@ async function call(
   const input = parseFrame(route.method.input, body);
   const timeout = parseTimeout(headerValue(headers["grpc-timeout"]), options.maxTimeoutMs);
   if (timeout.error !== undefined) throw timeout.error;
-  const requestSignal = new AbortController();
-  stream.once("close", () => requestSignal.abort());
-  const context = createHandlerContext({
+  const context = lazyContext(stream, headers, route, options, timeout.timeoutMs);
+  const result = await (route.fn as UnaryFn)(input, context);
+  return frameOf(route.method.output, result);
+}
+
+/**
+ * A handler context whose costly parts are made only when a handler reads them: the
+ * abort signal (linked to the client's stream, the deadline and the shutdown) and the
+ * request headers. Unary handlers that read neither, as SuggestTask and ListSuggestions
+ * do, then cost no AbortController, DOMException or Headers per call; the profile of
+ * the fast path showed those near a tenth of its CPU.
+ */
+function lazyContext(
+  stream: ServerHttp2Stream,
+  headers: IncomingHttpHeaders,
+  route: Route,
+  options: GrpcFastPathOptions,
+  timeoutMs: number | undefined,
+): HandlerContext {
+  let full: HandlerContext | undefined;
+  let requestHeader: Headers | undefined;
+  const header = (): Headers => {
+    requestHeader ??= new Headers(requestHeaderOf(headers));
+    return requestHeader;
+  };
+  const make = (): HandlerContext => {
+    if (full !== undefined) return full;
+    const requestSignal = new AbortController();
+    if (stream.closed) requestSignal.abort();
+    else stream.once("close", () => requestSignal.abort());
+    full = createHandlerContext({
+      service: route.service,
+      method: route.method,
+      protocolName: "grpc",
+      requestMethod: "POST",
+      url: headers[":path"] ?? "",
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      shutdownSignal: options.shutdownSignal,
+      requestSignal: requestSignal.signal,
+      requestHeader: header(),
+    });
+    return full;
+  };
+  const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+  return {
     service: route.service,
     method: route.method,
     protocolName: "grpc",
     requestMethod: "POST",
     url: headers[":path"] ?? "",
-    ...(timeout.timeoutMs === undefined ? {} : { timeoutMs: timeout.timeoutMs }),
-    shutdownSignal: options.shutdownSignal,
-    requestSignal: requestSignal.signal,
-    requestHeader: requestHeaderOf(headers),
-  });
-  const result = await route.fn(input, context);
-  const output = isMessage(result, route.method.output)
-    ? result
-    : create(route.method.output, result as never);
-  const bytes = toBinary(route.method.output, output);
-  const frame = Buffer.allocUnsafe(5 + bytes.length);
-  frame[0] = 0;
-  frame.writeUInt32BE(bytes.length, 1);
-  frame.set(bytes, 5);
-  return frame;
+    timeoutMs: () => (deadline === undefined ? undefined : deadline - Date.now()),
+    get signal() {
+      return make().signal;
+    },
+    get requestHeader() {
+      return full?.requestHeader ?? header();
+    },
+    get responseHeader() {
+      return make().responseHeader;
+    },
+    get responseTrailer() {
+      return make().responseTrailer;
+    },
+    get values() {
+      return make().values;
+    },
+  };
 }
 
 /** The one message of a unary request, parsed; errors as connect-node answers them. */
@@ -215,13 +344,18 @@ function toConnectError(err: unknown): ConnectError {
   return new ConnectError("internal error", Code.Internal, undefined, undefined, err);
 }
 
-/** A trailers-only response carrying the status, its message and its details. */
-function respondError(stream: ServerHttp2Stream, error: ConnectError): void {
-  if (stream.destroyed || stream.headersSent) return;
+/** The status of an error as gRPC headers: code, spec-encoded message and details. */
+function statusOf(error: ConnectError): Record<string, string> {
   const status = setTrailerStatus(new Headers(), error);
-  const out: Record<string, string | number> = { ...RESPONSE_HEADERS };
+  const out: Record<string, string> = {};
   status.forEach((value, key) => {
     out[key] = key === "grpc-message" ? encodeGrpcMessage(error.rawMessage) : value;
   });
-  stream.respond(out, { endStream: true });
+  return out;
+}
+
+/** A trailers-only response carrying the status, its message and its details. */
+function respondError(stream: ServerHttp2Stream, error: ConnectError): void {
+  if (stream.destroyed || stream.headersSent) return;
+  stream.respond({ ...RESPONSE_HEADERS, ...statusOf(error) }, { endStream: true });
 }

@@ -71,7 +71,13 @@ export type ServerSettings = Pick<
 export async function startSuggestServer(settings: ServerSettings): Promise<SuggestServer> {
   configureUtf8Marking();
   const telemetry = createTelemetry(
-    settings.logger ?? pino({ level: settings.logLevel ?? defaultConfig.logLevel }),
+    settings.logger ??
+      pino(
+        { level: settings.logLevel ?? defaultConfig.logLevel },
+        // Buffered: one write per few KB of log rather than one per call (a write per
+        // call was about 20 µs of CPU per call here); flushed on close.
+        pino.destination({ sync: false, minLength: 4096 }),
+      ),
   );
   const redis = createRedisClient(settings.redisUrl);
   redis.on("error", () => {
@@ -175,6 +181,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
       await watchHub.close();
       await startLocks.close();
       await redis.quit().catch(() => redis.disconnect());
+      await new Promise<void>((resolve) => telemetry.logger.flush(() => resolve()));
     })();
     return closing;
   };

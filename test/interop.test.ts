@@ -295,6 +295,28 @@ describe.each([
     });
   });
 
+  test("WatchSuggestions over gRPC: the lists at once, then after a change, until the client leaves", async () => {
+    const { sessionId } = await chatWithOffer();
+    const abort = new AbortController();
+    const seen: number[] = [];
+    const watching = (async () => {
+      try {
+        for await (const lists of clients.suggestions.watchSuggestions(
+          { sessionId },
+          { signal: abort.signal },
+        )) {
+          seen.push(lists.open.length);
+          if (seen.length === 1) await offer(clients, { sessionId, turnId: "t-watch" });
+          if (seen.length === 2) abort.abort();
+        }
+      } catch (err) {
+        if (!abort.signal.aborted) throw err;
+      }
+    })();
+    await watching;
+    expect(seen).toEqual([1, 2]);
+  });
+
   test("plain curl over HTTP/1.1 with Connect JSON lists suggestions", async () => {
     const { sessionId } = await chatWithOffer();
     const { stdout } = await run("curl", [
