@@ -87,14 +87,20 @@ async function loadRun(
   };
 }
 
+/**
+ * What limits a row: the process that used most of a core, or, when none came near one,
+ * latency: each call then spends most of its time waiting on its Redis round trips (and
+ * on the AOF fsync of each write, `appendfsync always` as `npm start` runs it).
+ */
 function limitOf(row: Row): string {
   const shares = {
     "server CPU": row.serverCores,
     "load generator": row.loadCores,
-    Redis: row.redisCores,
+    "Redis CPU": row.redisCores,
   };
   const [name, share] = Object.entries(shares).sort((a, b) => b[1] - a[1])[0] as [string, number];
-  return `${name} (${share.toFixed(2)} core)`;
+  const cores = `server ${row.serverCores.toFixed(2)}, load ${row.loadCores.toFixed(2)}, Redis ${row.redisCores.toFixed(2)} cores`;
+  return share >= 0.8 ? `${name} (${cores})` : `latency: no process near a core (${cores})`;
 }
 
 async function main(): Promise<void> {
