@@ -1,16 +1,10 @@
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { constants } from "node:http2";
-import {
-  create,
-  type DescMessage,
-  type DescMethod,
-  fromBinary,
-  isMessage,
-  toBinary,
-} from "@bufbuild/protobuf";
-import { Code, ConnectError, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
-import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { encodeGrpcMessage } from "./grpc-message.js";
+import type { DescMethod } from "@bufbuild/protobuf";
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
+import { frameOf, headerValue, parseFrame, statusOf, toConnectError } from "./grpc-wire.js";
+import { lazyContext } from "./lazy-handler-context.js";
 import type { ServedService } from "./routes.js";
 
 /** How the fast path runs. */
@@ -197,17 +191,6 @@ function drained(stream: ServerHttp2Stream): Promise<void> {
   });
 }
 
-/** A response message in its gRPC frame. */
-function frameOf(schema: DescMessage, result: unknown): Buffer {
-  const output = isMessage(result, schema) ? result : create(schema, result as never);
-  const bytes = toBinary(schema, output);
-  const frame = Buffer.allocUnsafe(5 + bytes.length);
-  frame[0] = 0;
-  frame.writeUInt32BE(bytes.length, 1);
-  frame.set(bytes, 5);
-  return frame;
-}
-
 /** Runs one call: the request's frame in, the response's frame out. */
 async function call(
   stream: ServerHttp2Stream,
@@ -222,136 +205,6 @@ async function call(
   const context = lazyContext(stream, headers, route, options, timeout.timeoutMs);
   const result = await (route.fn as UnaryFn)(input, context);
   return frameOf(route.method.output, result);
-}
-
-/**
- * A handler context whose costly parts are made only when a handler reads them: the
- * abort signal (linked to the client's stream, the deadline and the shutdown) and the
- * request headers. Unary handlers that read neither, as SuggestTask and ListSuggestions
- * do, then cost no AbortController, DOMException or Headers per call; the profile of
- * the fast path showed those near a tenth of its CPU.
- */
-function lazyContext(
-  stream: ServerHttp2Stream,
-  headers: IncomingHttpHeaders,
-  route: Route,
-  options: GrpcFastPathOptions,
-  timeoutMs: number | undefined,
-): HandlerContext {
-  let full: HandlerContext | undefined;
-  let requestHeader: Headers | undefined;
-  const header = (): Headers => {
-    requestHeader ??= new Headers(requestHeaderOf(headers));
-    return requestHeader;
-  };
-  const make = (): HandlerContext => {
-    if (full !== undefined) return full;
-    const requestSignal = new AbortController();
-    if (stream.closed) requestSignal.abort();
-    else stream.once("close", () => requestSignal.abort());
-    full = createHandlerContext({
-      service: route.service,
-      method: route.method,
-      protocolName: "grpc",
-      requestMethod: "POST",
-      url: headers[":path"] ?? "",
-      ...(timeoutMs === undefined ? {} : { timeoutMs }),
-      shutdownSignal: options.shutdownSignal,
-      requestSignal: requestSignal.signal,
-      requestHeader: header(),
-    });
-    return full;
-  };
-  const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
-  return {
-    service: route.service,
-    method: route.method,
-    protocolName: "grpc",
-    requestMethod: "POST",
-    url: headers[":path"] ?? "",
-    timeoutMs: () => (deadline === undefined ? undefined : deadline - Date.now()),
-    get signal() {
-      return make().signal;
-    },
-    get requestHeader() {
-      return full?.requestHeader ?? header();
-    },
-    get responseHeader() {
-      return make().responseHeader;
-    },
-    get responseTrailer() {
-      return make().responseTrailer;
-    },
-    get values() {
-      return make().values;
-    },
-  };
-}
-
-/** The one message of a unary request, parsed; errors as connect-node answers them. */
-function parseFrame(schema: DescMessage, body: Buffer): unknown {
-  if (body.length < 5) {
-    throw new ConnectError(
-      "protocol error: missing input message for unary method",
-      Code.Unimplemented,
-    );
-  }
-  if ((body[0] as number) & 0b1) {
-    throw new ConnectError(
-      "protocol error: received compressed message without grpc-encoding",
-      Code.Internal,
-    );
-  }
-  const length = body.readUInt32BE(1);
-  if (body.length !== 5 + length) {
-    throw new ConnectError(
-      body.length < 5 + length
-        ? "protocol error: incomplete envelope"
-        : "protocol error: received extra input message for unary method",
-      body.length < 5 + length ? Code.InvalidArgument : Code.Unimplemented,
-    );
-  }
-  try {
-    return fromBinary(schema, body.subarray(5));
-  } catch (err) {
-    // A request that does not parse is the caller's error, not the server's.
-    throw new ConnectError(
-      `parse binary: ${err instanceof Error ? err.message : String(err)}`,
-      Code.InvalidArgument,
-    );
-  }
-}
-
-function headerValue(value: string | string[] | undefined): string | null {
-  return Array.isArray(value) ? (value[0] ?? null) : (value ?? null);
-}
-
-/** The request's ordinary headers (no pseudo-headers), as handlers see them. */
-function requestHeaderOf(headers: IncomingHttpHeaders): [string, string][] {
-  const entries: [string, string][] = [];
-  for (const key in headers) {
-    if (key.charCodeAt(0) === 58 /* ':' */) continue;
-    const value = headers[key];
-    if (typeof value === "string") entries.push([key, value]);
-    else if (Array.isArray(value)) for (const v of value) entries.push([key, v]);
-  }
-  return entries;
-}
-
-/** A ConnectError passes; anything else is INTERNAL, with the original kept as its cause. */
-function toConnectError(err: unknown): ConnectError {
-  if (err instanceof ConnectError) return err;
-  return new ConnectError("internal error", Code.Internal, undefined, undefined, err);
-}
-
-/** The status of an error as gRPC headers: code, spec-encoded message and details. */
-function statusOf(error: ConnectError): Record<string, string> {
-  const status = setTrailerStatus(new Headers(), error);
-  const out: Record<string, string> = {};
-  status.forEach((value, key) => {
-    out[key] = key === "grpc-message" ? encodeGrpcMessage(error.rawMessage) : value;
-  });
-  return out;
 }
 
 /** A trailers-only response carrying the status, its message and its details. */
