@@ -109,6 +109,8 @@ async function main(): Promise<void> {
   const redis = await startRedisServer({ dir: join(dir, "redis") });
   const rows: Row[] = [];
   const extra: Record<string, unknown> = {};
+  // Every server started, stopped in the end even when a step fails.
+  const started: { stop: () => Promise<void> }[] = [];
   try {
     console.error("bench: preparing data");
     const data = await prepare(redis.url);
@@ -117,6 +119,7 @@ async function main(): Promise<void> {
     for (const kind of ["connect", "grpc-js"] as const) {
       const port = await freePort();
       const server = await startNode(["bench/noop-server.ts", kind, String(port)], {}, /ready/);
+      started.push(server);
       console.error(`bench: noop on ${kind}`);
       const r = await loadRun(server.pid, redis.pid, {
         address: `127.0.0.1:${port}`,
@@ -145,6 +148,7 @@ async function main(): Promise<void> {
         },
         /listening on/,
       );
+      started.push(server);
       const name = fastPath ? "service, gRPC fast path" : "service, connect-node only";
       const address = `127.0.0.1:${port}`;
       type Scenario = Pick<LoadConfig, "scenario"> &
@@ -194,6 +198,7 @@ async function main(): Promise<void> {
     const { runHistoryBench } = await import("./history.js");
     extra.history = await runHistoryBench(redis.url);
   } finally {
+    await Promise.all(started.map((server) => server.stop()));
     await redis.stop();
     rmSync(dir, { recursive: true, force: true });
   }
