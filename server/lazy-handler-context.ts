@@ -1,14 +1,26 @@
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
-import { createHandlerContext, type HandlerContext } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  type ContextValues,
+  createContextValues,
+  type HandlerContext,
+} from "@connectrpc/connect";
 import { requestHeaderOf } from "./grpc-wire.js";
 
 /**
- * A handler context whose costly parts are made only when a handler reads them: the
- * abort signal (linked to the client's stream, the deadline and the shutdown) and the
- * request headers. Unary handlers that read neither, as SuggestTask and ListSuggestions
- * do, then cost no AbortController, DOMException or Headers per call; the profile of
- * the fast path showed those near a tenth of its CPU.
+ * A handler context whose parts are made only when a handler reads them. Unary handlers
+ * that read no signal and no headers, as SuggestTask and ListSuggestions, then cost no
+ * AbortController, DOMException or Headers per call (the profile of the fast path showed
+ * those near a tenth of its CPU); a watch, which reads the signal, costs one
+ * AbortController and two listeners, removed when its stream closes, instead of
+ * connect's linked controllers and three Headers (10,000 idle watchers in
+ * bench/watch-load.ts).
+ *
+ * The signal aborts when the client's stream closes (reason: CANCELED), when the server
+ * shuts down (the shutdown's reason) or at the deadline (reason: DEADLINE_EXCEEDED, as
+ * connect's own contexts do, which WatchSuggestions tells apart).
  */
 export function lazyContext(
   stream: ServerHttp2Stream,
@@ -17,31 +29,36 @@ export function lazyContext(
   options: { readonly shutdownSignal: AbortSignal },
   timeoutMs: number | undefined,
 ): HandlerContext {
-  let full: HandlerContext | undefined;
-  let requestHeader: Headers | undefined;
-  const header = (): Headers => {
-    requestHeader ??= new Headers(requestHeaderOf(headers));
-    return requestHeader;
-  };
-  const make = (): HandlerContext => {
-    if (full !== undefined) return full;
-    const requestSignal = new AbortController();
-    if (stream.closed) requestSignal.abort();
-    else stream.once("close", () => requestSignal.abort());
-    full = createHandlerContext({
-      service: route.service,
-      method: route.method,
-      protocolName: "grpc",
-      requestMethod: "POST",
-      url: headers[":path"] ?? "",
-      ...(timeoutMs === undefined ? {} : { timeoutMs }),
-      shutdownSignal: options.shutdownSignal,
-      requestSignal: requestSignal.signal,
-      requestHeader: header(),
-    });
-    return full;
-  };
   const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+  let controller: AbortController | undefined;
+  let requestHeader: Headers | undefined;
+  let responseHeader: Headers | undefined;
+  let responseTrailer: Headers | undefined;
+  let values: ContextValues | undefined;
+  const signal = (): AbortSignal => {
+    if (controller !== undefined) return controller.signal;
+    const c = new AbortController();
+    controller = c;
+    const shutdown = options.shutdownSignal;
+    let timer: NodeJS.Timeout | undefined;
+    const onShutdown = () => c.abort(shutdown.reason);
+    const onClose = () => {
+      c.abort(new ConnectError("the client left", Code.Canceled));
+      shutdown.removeEventListener("abort", onShutdown);
+      clearTimeout(timer);
+    };
+    if (shutdown.aborted) c.abort(shutdown.reason);
+    else shutdown.addEventListener("abort", onShutdown);
+    if (deadline !== undefined) {
+      timer = setTimeout(
+        () => c.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
+        Math.max(0, deadline - Date.now()),
+      );
+    }
+    if (stream.closed) onClose();
+    else stream.once("close", onClose);
+    return c.signal;
+  };
   return {
     service: route.service,
     method: route.method,
@@ -50,19 +67,23 @@ export function lazyContext(
     url: headers[":path"] ?? "",
     timeoutMs: () => (deadline === undefined ? undefined : deadline - Date.now()),
     get signal() {
-      return make().signal;
+      return signal();
     },
     get requestHeader() {
-      return full?.requestHeader ?? header();
+      requestHeader ??= new Headers(requestHeaderOf(headers));
+      return requestHeader;
     },
     get responseHeader() {
-      return make().responseHeader;
+      responseHeader ??= new Headers();
+      return responseHeader;
     },
     get responseTrailer() {
-      return make().responseTrailer;
+      responseTrailer ??= new Headers();
+      return responseTrailer;
     },
     get values() {
-      return make().values;
+      values ??= createContextValues();
+      return values;
     },
   };
 }
