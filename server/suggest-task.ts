@@ -16,7 +16,7 @@ import type { ChatHost } from "./chat-host.js";
 import { dependencyError, type Refusal, refusalError, successLine } from "./errors.js";
 import type { SuggestionStore } from "./suggestion-store.js";
 import { suggestTaskTool, type ToolSpec } from "./tool-fields.js";
-import { checkRuntimeId, isValidId } from "./validate.js";
+import { checkOptionalId, checkRuntimeId } from "./validate.js";
 
 /** What the suggest_task handler needs. */
 export interface SuggestTaskDeps {
@@ -107,13 +107,7 @@ export async function suggestTask(
       Code.InvalidArgument,
     );
   }
-  const { sessionId } = context;
-  if (sessionId !== "" && !isValidId(sessionId)) {
-    throw new ConnectError(
-      "context.session_id must be 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'",
-      Code.InvalidArgument,
-    );
-  }
+  const sessionId = checkOptionalId("context.session_id", context.sessionId);
   const turnId = checkRuntimeId("context.turn_id", context.turnId);
   const toolCallId = checkRuntimeId("context.tool_call_id", context.toolCallId);
 

@@ -19,7 +19,15 @@ export function requireId(field: string, value: string): string {
   if (value === "") {
     throw new ConnectError(`${field} is required`, Code.InvalidArgument);
   }
-  if (!ID_PATTERN.test(value)) {
+  return checkOptionalId(field, value);
+}
+
+/**
+ * Checks an id that may be absent (empty), as SuggestTask's session id, whose absence
+ * is a refusal of the reference rather than a malformed request.
+ */
+export function checkOptionalId(field: string, value: string): string {
+  if (value !== "" && !ID_PATTERN.test(value)) {
     throw new ConnectError(
       `${field} must be 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'`,
       Code.InvalidArgument,
