@@ -30,13 +30,18 @@ export type SuggestionErrorCode = (typeof SuggestionErrorCode)[keyof typeof Sugg
  * not its own class by that name, so `err instanceof ConnectError` stays true and connect's
  * own error handling passes these errors through unchanged rather than wrapping them.
  */
-export abstract class SuggestTaskServiceError extends ConnectError {
+export abstract class SuggestTaskServiceError<P extends object = object> extends ConnectError {
   /** The `google.rpc.ErrorInfo` the server attached, for clients that log or branch on it. */
   readonly errorInfo: ErrorInfo | undefined;
-  /** The typed detail read from the error's details. */
-  abstract readonly payload: object;
 
-  protected constructor(source: ConnectError) {
+  /**
+   * Wraps `source`, whose details carry `payload` (the typed detail read from them);
+   * `toSuggestionError` builds these.
+   */
+  constructor(
+    source: ConnectError,
+    readonly payload: P,
+  ) {
     super(source.rawMessage, source.code, source.metadata, undefined, source.cause);
     this.details = source.details;
     this.errorInfo = source.findDetails(ErrorInfoSchema)[0];
@@ -59,67 +64,37 @@ export abstract class SuggestTaskServiceError extends ConnectError {
 }
 
 /** The base of the four failures that carry a `SuggestionError` detail. */
-export abstract class TaskSuggestionError extends SuggestTaskServiceError {
+export abstract class TaskSuggestionError<
+  P extends object = object,
+> extends SuggestTaskServiceError<P> {
   /** The reference's code, e.g. `"task-suggestion/not-open"`. */
   abstract readonly errorCode: SuggestionErrorCode;
 }
 
 /** `task-suggestion/not-found` (NOT_FOUND): no suggestion with the requested id. */
-export class SuggestionNotFoundError extends TaskSuggestionError {
+export class SuggestionNotFoundError extends TaskSuggestionError<SuggestionError_NotFound> {
   override readonly errorCode = SuggestionErrorCode.NotFound;
-  /** The id that was asked for. */
-  override readonly payload: SuggestionError_NotFound;
-
-  /** Wraps `source`, whose details carry `payload`; `toSuggestionError` builds these. */
-  constructor(source: ConnectError, payload: SuggestionError_NotFound) {
-    super(source);
-    this.payload = payload;
-  }
 }
 
 /**
  * `task-suggestion/not-open` (FAILED_PRECONDITION): the suggestion's standing does not allow
  * the call; the payload names the state it already has (started, drafted or dismissed).
  */
-export class SuggestionNotOpenError extends TaskSuggestionError {
+export class SuggestionNotOpenError extends TaskSuggestionError<SuggestionError_NotOpen> {
   override readonly errorCode = SuggestionErrorCode.NotOpen;
-  /** The suggestion's id and the state it already has. */
-  override readonly payload: SuggestionError_NotOpen;
-
-  /** Wraps `source`, whose details carry `payload`; `toSuggestionError` builds these. */
-  constructor(source: ConnectError, payload: SuggestionError_NotOpen) {
-    super(source);
-    this.payload = payload;
-  }
 }
 
 /** `task-suggestion/open-limit` (RESOURCE_EXHAUSTED): a restore would pass the open ceiling. */
-export class SuggestionOpenLimitError extends TaskSuggestionError {
+export class SuggestionOpenLimitError extends TaskSuggestionError<SuggestionError_OpenLimit> {
   override readonly errorCode = SuggestionErrorCode.OpenLimit;
-  /** The most suggestions that may be open at once (3). */
-  override readonly payload: SuggestionError_OpenLimit;
-
-  /** Wraps `source`, whose details carry `payload`; `toSuggestionError` builds these. */
-  constructor(source: ConnectError, payload: SuggestionError_OpenLimit) {
-    super(source);
-    this.payload = payload;
-  }
 }
 
 /**
  * `task-suggestion/workspace-missing` (FAILED_PRECONDITION): the offering session cannot
  * start a chat, because it belongs to no workspace or runs in a scheduled task's folder.
  */
-export class WorkspaceMissingError extends TaskSuggestionError {
+export class WorkspaceMissingError extends TaskSuggestionError<SuggestionError_WorkspaceMissing> {
   override readonly errorCode = SuggestionErrorCode.WorkspaceMissing;
-  /** The offering chat's id and which of the two reasons applies. */
-  override readonly payload: SuggestionError_WorkspaceMissing;
-
-  /** Wraps `source`, whose details carry `payload`; `toSuggestionError` builds these. */
-  constructor(source: ConnectError, payload: SuggestionError_WorkspaceMissing) {
-    super(source);
-    this.payload = payload;
-  }
 }
 
 /**
@@ -127,16 +102,7 @@ export class WorkspaceMissingError extends TaskSuggestionError {
  * model should see; `payload` says why (`reason`) and, for field refusals, which field, its
  * limit and the code points counted.
  */
-export class SuggestTaskRefusalError extends SuggestTaskServiceError {
-  /** The refusal's detail: reason, field, limit, got. */
-  override readonly payload: SuggestTaskRefusal;
-
-  /** Wraps `source`, whose details carry `payload`; `toSuggestionError` builds these. */
-  constructor(source: ConnectError, payload: SuggestTaskRefusal) {
-    super(source);
-    this.payload = payload;
-  }
-}
+export class SuggestTaskRefusalError extends SuggestTaskServiceError<SuggestTaskRefusal> {}
 
 /** True for a `task-suggestion/not-found` failure converted by the SDK. */
 export function isSuggestionNotFoundError(err: unknown): err is SuggestionNotFoundError {
