@@ -21,12 +21,8 @@ import {
 import type { ChatHost } from "./chat-host.js";
 import { dependencyError, SuggestionErrorCode, suggestionError } from "./errors.js";
 import type { SuggestionLists } from "./fold.js";
-import {
-  type HeldStartLock,
-  type StartLocks,
-  type StartResult,
-  startLocksFor,
-} from "./start-lock.js";
+import type { HeldStartLock } from "./held-start-lock.js";
+import { type StartLocks, type StartResult, startLocksFor } from "./start-lock.js";
 import type { SuggestionStore } from "./suggestion-store.js";
 import { isValidId, requireId } from "./validate.js";
 
