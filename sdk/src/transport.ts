@@ -1,4 +1,10 @@
-import { createContextValues, type Interceptor, type Transport } from "@connectrpc/connect";
+import type { DescMethodStreaming, DescMethodUnary } from "@bufbuild/protobuf";
+import {
+  type ContextValues,
+  createContextValues,
+  type Interceptor,
+  type Transport,
+} from "@connectrpc/connect";
 import { runStreamingCall, runUnaryCall } from "@connectrpc/connect/protocol";
 import {
   createConnectTransport,
@@ -75,16 +81,7 @@ export function interceptTransport(
       return runUnaryCall({
         interceptors: list,
         ...(signal === undefined ? {} : { signal }),
-        req: {
-          stream: false,
-          service: method.parent,
-          method,
-          requestMethod: "POST",
-          url: `/${method.parent.typeName}/${method.name}`,
-          header: new Headers(header),
-          contextValues: contextValues ?? createContextValues(),
-          message: input,
-        },
+        req: { stream: false, ...requestOf(method, header, contextValues), message: input },
         next: (req) =>
           transport.unary(
             req.method,
@@ -100,16 +97,7 @@ export function interceptTransport(
       return runStreamingCall({
         interceptors: list,
         ...(signal === undefined ? {} : { signal }),
-        req: {
-          stream: true,
-          service: method.parent,
-          method,
-          requestMethod: "POST",
-          url: `/${method.parent.typeName}/${method.name}`,
-          header: new Headers(header),
-          contextValues: contextValues ?? createContextValues(),
-          message: input,
-        },
+        req: { stream: true, ...requestOf(method, header, contextValues), message: input },
         next: (req) =>
           transport.stream(
             req.method,
@@ -155,4 +143,20 @@ export function clientTransport(
       : createGrpcWebTransport({ baseUrl, interceptors, httpVersion: "2" });
   }
   return createGrpcTransport({ baseUrl, interceptors });
+}
+
+/** What a unary and a streaming request of the wrapper have in common. */
+function requestOf<M extends DescMethodUnary | DescMethodStreaming>(
+  method: M,
+  header: ConstructorParameters<typeof Headers>[0],
+  contextValues: ContextValues | undefined,
+) {
+  return {
+    service: method.parent,
+    method,
+    requestMethod: "POST",
+    url: `/${method.parent.typeName}/${method.name}`,
+    header: new Headers(header),
+    contextValues: contextValues ?? createContextValues(),
+  } as const;
 }
