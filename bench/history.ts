@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { OPEN_LIMIT } from "../server/errors.js";
-import { sessionKeys } from "../server/keys.js";
-import { createRedisClient } from "../server/redis-client.js";
-import type { ScriptReply } from "../server/scripts.js";
-import { type NewOffer, SuggestionStore } from "../server/suggestion-store.js";
+import { createRedisClient } from "../server/redis/redis-client.js";
+import { OPEN_LIMIT } from "../server/rpc/errors.js";
+import { sessionKeys } from "../server/store/keys.js";
+import type { ScriptReply } from "../server/store/scripts.js";
+import { type NewOffer, SuggestionStore } from "../server/store/suggestion-store.js";
 
 /*
  * History independence (issue 7): a chat whose stream holds 10,000 records must list and

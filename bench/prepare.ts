@@ -1,9 +1,9 @@
 /** The data the benchmark's scenarios need, written through the service's own store. */
 import { randomUUID } from "node:crypto";
 import { FolderKind } from "../gen/oda/suggest/v1/chat_host_pb.js";
-import { EmbeddedChatHost } from "../server/embedded-host.js";
-import { createRedisClient } from "../server/redis-client.js";
-import { SuggestionStore } from "../server/suggestion-store.js";
+import { EmbeddedChatHost } from "../server/host/embedded-host.js";
+import { createRedisClient } from "../server/redis/redis-client.js";
+import { SuggestionStore } from "../server/store/suggestion-store.js";
 
 /** Ids of what was prepared, per scenario. */
 export interface BenchData {

@@ -8,7 +8,7 @@ import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort, startRedisServer } from "../server/redis-server-process.js";
+import { freePort, startRedisServer } from "../server/redis/redis-server-process.js";
 import type { LoadConfig, LoadResult } from "./load.js";
 import { cpuSeconds, startNode } from "./measure.js";
 import { prepare } from "./prepare.js";

@@ -1,5 +1,5 @@
-import { ROLES, type Role, type TokenGrant } from "./auth.js";
-import { parseRedisUrl, RedisUrlError } from "./redis-url.js";
+import { ROLES, type Role, type TokenGrant } from "./pipeline/auth.js";
+import { parseRedisUrl, RedisUrlError } from "./redis/redis-url.js";
 
 /** The service's settings. `main.ts` is the only module that reads them from the environment. */
 export interface ServiceConfig {
@@ -33,7 +33,7 @@ export interface ServiceConfig {
   readonly tlsKeyFile: string | undefined;
   /** pino's level for the call log: fatal, error, warn, info, debug, trace or silent. */
   readonly logLevel: string;
-  /** Unary binary gRPC answered straight on HTTP/2 streams (server/grpc-fast-path.ts). */
+  /** Unary binary gRPC answered straight on HTTP/2 streams (server/transport/grpc-fast-path.ts). */
   readonly grpcFastPath: boolean;
   /** The lifetime of a Start's single-flight lock, in ms; its holder renews it. */
   readonly startLockTtlMs: number;

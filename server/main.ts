@@ -4,8 +4,8 @@ import {
   RedisServerMissingError,
   type RedisServerProcess,
   startRedisServer,
-} from "./redis-server-process.js";
-import { parseRedisUrl, redact } from "./redis-url.js";
+} from "./redis/redis-server-process.js";
+import { parseRedisUrl, redact } from "./redis/redis-url.js";
 import { startSuggestServer } from "./server.js";
 
 /**

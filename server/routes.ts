@@ -5,12 +5,12 @@ import { ServerReflection as ReflectionV1 } from "../gen/grpc/reflection/v1/refl
 import { ServerReflection as ReflectionV1alpha } from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { ChatHostService, LocalHostService } from "../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionService } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
-import { type PipelineOptions, wrapService } from "./call-pipeline.js";
-import type { EmbeddedChatHost } from "./embedded-host.js";
-import { createHealthService } from "./health.js";
-import { createChatHostService, createLocalHostService } from "./host-service.js";
-import { Reflection } from "./reflection.js";
-import { createSuggestionService, type SuggestionServiceDeps } from "./suggestion-service.js";
+import type { EmbeddedChatHost } from "./host/embedded-host.js";
+import { type PipelineOptions, wrapService } from "./pipeline/call-pipeline.js";
+import { createHealthService } from "./rpc/health.js";
+import { createChatHostService, createLocalHostService } from "./rpc/host-service.js";
+import { Reflection } from "./rpc/reflection.js";
+import { createSuggestionService, type SuggestionServiceDeps } from "./rpc/suggestion-service.js";
 
 /** What the routes are built from. */
 export interface RoutesDeps extends SuggestionServiceDeps {

@@ -5,26 +5,26 @@ import { type AddressInfo, Server as NetServer, type Socket } from "node:net";
 import { setTimeout as delay } from "node:timers/promises";
 import { type ConnectNodeAdapterOptions, connectNodeAdapter } from "@connectrpc/connect-node";
 import { type Logger, pino } from "pino";
-import { bearerAuth } from "./auth.js";
-import type { PipelineOptions } from "./call-pipeline.js";
-import { type ChatHost, createRemoteChatHost } from "./chat-host.js";
 import { defaultConfig, type ServiceConfig } from "./config.js";
-import { EmbeddedChatHost } from "./embedded-host.js";
-import { createGrpcFastPath, type StreamHandler } from "./grpc-fast-path.js";
-import { withSpecGrpcMessage } from "./grpc-message.js";
+import { type ChatHost, createRemoteChatHost } from "./host/chat-host.js";
+import { EmbeddedChatHost } from "./host/embedded-host.js";
+import { bearerAuth } from "./pipeline/auth.js";
+import type { PipelineOptions } from "./pipeline/call-pipeline.js";
+import { configureUtf8Marking, wellFormedText } from "./pipeline/request-guard.js";
+import { createTelemetry, type Telemetry } from "./pipeline/telemetry.js";
+import { createRedisClient, type RedisClient, subscriberConnection } from "./redis/redis-client.js";
+import { buildServices, routesOf } from "./routes.js";
+import { StartLocks } from "./store/start-locks.js";
+import { SuggestionStore } from "./store/suggestion-store.js";
+import { WatchHub } from "./store/watch-hub.js";
+import { createGrpcFastPath, type StreamHandler } from "./transport/grpc-fast-path.js";
+import { withSpecGrpcMessage } from "./transport/grpc-message.js";
 import {
   createOnePortServer,
   createTlsOnePortServer,
   type DualHandler,
   type OnePortServer,
-} from "./one-port.js";
-import { createRedisClient, type RedisClient, subscriberConnection } from "./redis-client.js";
-import { configureUtf8Marking, wellFormedText } from "./request-guard.js";
-import { buildServices, routesOf } from "./routes.js";
-import { StartLocks } from "./start-lock.js";
-import { SuggestionStore } from "./suggestion-store.js";
-import { createTelemetry, type Telemetry } from "./telemetry.js";
-import { WatchHub } from "./watch-hub.js";
+} from "./transport/one-port.js";
 
 /** What a running server exposes. */
 export interface SuggestServer {
@@ -90,7 +90,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
     defaultDeadlineMs: settings.defaultDeadlineMs ?? defaultConfig.defaultDeadlineMs,
   };
   const store = new SuggestionStore(redis);
-  // One subscriber connection for every watcher of this instance (test/watch-scale.test.ts).
+  // One subscriber connection for every watcher of this instance (test/e2e/watch-scale.test.ts).
   const watchHub = new WatchHub(store, () => subscriberConnection(redis));
   const embeddedHost = settings.chatHostUrl === undefined ? new EmbeddedChatHost(redis) : undefined;
   const host: ChatHost =
@@ -99,7 +99,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
       timeoutMs: settings.chatHostTimeoutMs ?? defaultConfig.chatHostTimeoutMs,
       token: settings.chatHostToken,
     });
-  // One subscriber connection for every Start waiting on a lock (test/start-concurrency.test.ts).
+  // One subscriber connection for every Start waiting on a lock (test/rpc/start-concurrency.test.ts).
   const startLocks = new StartLocks(redis, {
     ttlMs: settings.startLockTtlMs ?? defaultConfig.startLockTtlMs,
     maxHoldMs: settings.startLockMaxHoldMs ?? defaultConfig.startLockMaxHoldMs,
@@ -161,7 +161,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
       // stream id, tells clients to open no more streams here without refusing any that
       // are already on the way; the second, a moment later, closes the session once the
       // streams in flight finish. A stream refused outright would reach some clients as
-      // INTERNAL rather than UNAVAILABLE (test/shutdown.test.ts).
+      // INTERNAL rather than UNAVAILABLE (test/e2e/shutdown.test.ts).
       draining = true;
       for (const session of sessions) drainNotice(session);
       // Until clients have acted on it: no new stream for a while (or the grace is out).

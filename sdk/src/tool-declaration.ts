@@ -29,7 +29,7 @@ export interface ToolDeclaration {
  * arguments message, so that they are written once, in the proto: the service validates
  * with what this returns, and the SDK's JSON schema is built from it. Takes any message
  * descriptor (a generated one, or one loaded from a descriptor set) so that a test can
- * change nothing but the proto option and see both follow (test/sdk-tool.test.ts).
+ * change nothing but the proto option and see both follow (test/sdk/sdk-tool.test.ts).
  *
  * @throws Error when the message or one of its fields declares no option.
  */

@@ -30,7 +30,7 @@ export interface ToolDefinition {
  * `(oda.suggest.v1.tool)` option, and one required string property per field with the
  * description and `maxLength` of its `(oda.suggest.v1.tool_field)` option, in declaration
  * order. Nothing is restated by hand, so editing the proto option is the only way to change
- * what a model sees (test/sdk-tool.test.ts builds it from an edited proto).
+ * what a model sees (test/sdk/sdk-tool.test.ts builds it from an edited proto).
  */
 export function toolDefinition(message: DescMessage): ToolDefinition {
   const declared = readToolDeclaration(message);

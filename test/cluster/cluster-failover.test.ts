@@ -7,8 +7,8 @@ import {
 } from "../../gen/grpc/health/v1/health_pb.js";
 import { AgentRole } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { ListSuggestionsResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
-import { sessionKeys } from "../../server/keys.js";
 import type { SuggestServer } from "../../server/server.js";
+import { sessionKeys } from "../../server/store/keys.js";
 import {
   type Clients,
   grpcClients,

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { MessageAuthor } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import type { RedisClient } from "../../server/redis-client.js";
-import { parseRedisUrl } from "../../server/redis-url.js";
+import type { RedisClient } from "../../server/redis/redis-client.js";
+import { parseRedisUrl } from "../../server/redis/redis-url.js";
 import {
   type Clients,
   grpcClients,

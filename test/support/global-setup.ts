@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
-import { startRedisServer } from "../../server/redis-server-process.js";
+import { startRedisServer } from "../../server/redis/redis-server-process.js";
 
 declare module "vitest" {
   export interface ProvidedContext {

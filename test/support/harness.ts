@@ -16,12 +16,12 @@ import {
   SessionSchema,
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
-import { createRedisClient, type RedisClient } from "../../server/redis-client.js";
+import { createRedisClient, type RedisClient } from "../../server/redis/redis-client.js";
 import {
   freePort,
   type RedisServerProcess,
   startRedisServer,
-} from "../../server/redis-server-process.js";
+} from "../../server/redis/redis-server-process.js";
 import { type SuggestServer, startSuggestServer } from "../../server/server.js";
 
 /** The suite's shared redis-server (test/support/global-setup.ts). */

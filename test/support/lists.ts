@@ -9,8 +9,8 @@ import {
   SuggestionState,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { WatchSuggestionsResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
-import { sessionKeys } from "../../server/keys.js";
-import type { RedisClient } from "../../server/redis-client.js";
+import type { RedisClient } from "../../server/redis/redis-client.js";
+import { sessionKeys } from "../../server/store/keys.js";
 import { type Clients, connectErrorOf } from "./harness.js";
 
 let turns = 0;

@@ -9,7 +9,7 @@ import {
   freePort,
   type RedisServerProcess,
   startRedisServer,
-} from "../../server/redis-server-process.js";
+} from "../../server/redis/redis-server-process.js";
 
 const run = promisify(execFile);
 

@@ -15,9 +15,9 @@ import {
   type PostMessageRequest,
   SandboxMode,
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
-import { EmbeddedChatHost } from "../../server/embedded-host.js";
-import { createLocalHostService } from "../../server/host-service.js";
-import type { RedisClient } from "../../server/redis-client.js";
+import { EmbeddedChatHost } from "../../server/host/embedded-host.js";
+import type { RedisClient } from "../../server/redis/redis-client.js";
+import { createLocalHostService } from "../../server/rpc/host-service.js";
 import { redisClient } from "./harness.js";
 
 /** What a preset gives a chat for the settings its request leaves unset. */

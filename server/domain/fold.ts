@@ -1,0 +1,151 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import {
+  type Suggestion,
+  SuggestionSchema,
+  SuggestionState,
+} from "../../gen/oda/suggest/v1/suggestion_pb.js";
+
+/** One entry of a session's stream: its id and its fields. */
+export interface LogRecord {
+  readonly entryId: string;
+  readonly fields: Readonly<Record<string, string>>;
+}
+
+/** A chat's suggestions as the fold of its log gives them. */
+export interface SuggestionLists {
+  /** Open offers, newest offer first. */
+  readonly open: Suggestion[];
+  /** Settled offers, in the order their offers appeared. */
+  readonly settled: Suggestion[];
+  /** Every offer by id. */
+  readonly byId: ReadonlyMap<string, Suggestion>;
+}
+
+const OUTCOMES: Readonly<Record<string, SuggestionState>> = {
+  started: SuggestionState.STARTED,
+  drafted: SuggestionState.DRAFTED,
+  dismissed: SuggestionState.DISMISSED,
+};
+
+/** The time of a record: its `time` field in ms, else the ms part of its stream id. */
+function recordTime(record: LogRecord) {
+  const raw = record.fields.time;
+  const time = raw === undefined || raw.trim() === "" ? Number.NaN : Number(raw);
+  const ms = Number.isSafeInteger(time) ? time : Number(record.entryId.split("-")[0]);
+  return timestampFromMs(Number.isSafeInteger(ms) ? ms : 0);
+}
+
+/**
+ * The suggestion an `offered` record makes: open, with the record's fields as they are
+ * (the character limits are not checked, so a log written under older limits opens).
+ * The one place where an offer record becomes a `Suggestion`.
+ */
+export function offeredSuggestion(sessionId: string, record: LogRecord): Suggestion {
+  const f = record.fields;
+  return create(SuggestionSchema, {
+    id: f.id ?? "",
+    sessionId,
+    turnId: f.turn ?? "",
+    title: f.title ?? "",
+    tldr: f.tldr ?? "",
+    brief: f.brief ?? "",
+    state: SuggestionState.OPEN,
+    offeredAt: recordTime(record),
+  });
+}
+
+/**
+ * Applies a `settled` record to its offer when the outcome fits: started, drafted and
+ * dismissed fit an open offer, restored fits a dismissed one; anything else changes
+ * nothing. The one place where a settlement changes a `Suggestion`.
+ */
+function applySettlement(offer: Suggestion, record: LogRecord): void {
+  const outcome = record.fields.outcome ?? "";
+  const settledAs = OUTCOMES[outcome];
+  if (settledAs !== undefined && offer.state === SuggestionState.OPEN) {
+    offer.state = settledAs;
+    offer.chatId = settledAs === SuggestionState.STARTED ? (record.fields.chat ?? "") : "";
+    offer.settledAt = recordTime(record);
+  } else if (outcome === "restored" && offer.state === SuggestionState.DISMISSED) {
+    offer.state = SuggestionState.OPEN;
+    offer.settledAt = undefined;
+  }
+}
+
+/** Splits offers (in offer order) into the two lists. */
+function listsOf(byId: Map<string, Suggestion>): SuggestionLists {
+  const open: Suggestion[] = [];
+  const settled: Suggestion[] = [];
+  for (const suggestion of byId.values()) {
+    (suggestion.state === SuggestionState.OPEN ? open : settled).push(suggestion);
+  }
+  open.reverse();
+  return { open, settled, byId };
+}
+
+/**
+ * Folds a session's log into its lists. This is the reference's reading of the log
+ * (includes/projection.lua applies the same rules to its cache, and `listsFromOffers`
+ * reads that cache); it reads every record, so the service reads through the
+ * projection instead and this stays the reading the tests compare it with:
+ * - an `offered` record with an id not seen before is an open offer; a repeated id is
+ *   ignored;
+ * - a `settled` record changes its offer only when the outcome fits: started, drafted
+ *   and dismissed fit an open offer, restored fits a dismissed one; a settlement that
+ *   names no offer, or does not fit, changes nothing;
+ * - the character limits are not checked, so a log written under older limits opens;
+ * - records of other kinds are skipped, so the stream can be shared with other writers.
+ */
+export function foldLog(sessionId: string, records: Iterable<LogRecord>): SuggestionLists {
+  const byId = new Map<string, Suggestion>();
+  for (const record of records) {
+    const id = record.fields.id;
+    if (id === undefined || id === "") continue;
+    if (record.fields.type === "offered") {
+      if (!byId.has(id)) byId.set(id, offeredSuggestion(sessionId, record));
+    } else if (record.fields.type === "settled") {
+      const offer = byId.get(id);
+      if (offer !== undefined) applySettlement(offer, record);
+    }
+  }
+  return listsOf(byId);
+}
+
+/** An offer's record and the record of the settlement it stands by, if any. */
+export interface OfferRecords {
+  readonly offer: LogRecord;
+  /** The `settled` record that made it started, drafted or dismissed; none while open. */
+  readonly settlement: LogRecord | undefined;
+}
+
+/**
+ * The lists from each offer's record and its standing settlement, in offer order, as
+ * lua/readLists-2.lua answers them from the projection: O(offers), however many
+ * records the log holds. Built by the same code as `foldLog`, which it must equal on
+ * every log (test/store/list-read.test.ts compares them on random ones).
+ */
+export function listsFromOffers(
+  sessionId: string,
+  offers: Iterable<OfferRecords>,
+): SuggestionLists {
+  const byId = new Map<string, Suggestion>();
+  for (const { offer, settlement } of offers) {
+    const suggestion = offeredSuggestion(sessionId, offer);
+    if (suggestion.id === "" || byId.has(suggestion.id)) continue;
+    if (settlement !== undefined) applySettlement(suggestion, settlement);
+    byId.set(suggestion.id, suggestion);
+  }
+  return listsOf(byId);
+}
+
+/** Turns a stream reply (`[[id, [k, v, ...]], ...]`) into records. */
+export function parseEntries(entries: [string, string[]][]): LogRecord[] {
+  return entries.map(([entryId, flat]) => {
+    const fields: Record<string, string> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      fields[flat[i] as string] = flat[i + 1] as string;
+    }
+    return { entryId, fields };
+  });
+}

@@ -1,0 +1,275 @@
+import { createHash } from "node:crypto";
+import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Cluster, Redis } from "ioredis";
+import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import {
+  type Chat,
+  ChatMessageSchema,
+  ChatSchema,
+  ChatSettingsSchema,
+  CreateChatRequestSchema,
+  type CreateChatResponse,
+  CreateChatResponseSchema,
+  type CreateGoalResponse,
+  CreateGoalResponseSchema,
+  FolderKind,
+  type GetChatResponse,
+  GetChatResponseSchema,
+  type GetSessionResponse,
+  GetSessionResponseSchema,
+  MessageAuthor,
+  type Origin,
+  PostMessageRequestSchema,
+  type PostMessageResponse,
+  PostMessageResponseSchema,
+  type PutSessionResponse,
+  PutSessionResponseSchema,
+  type Session,
+  SessionSchema,
+} from "../../gen/oda/suggest/v1/chat_host_pb.js";
+import { requireId, requireIdempotencyKey } from "../domain/ids.js";
+import { dependencyError } from "../rpc/errors.js";
+import { hostKeys } from "../store/keys.js";
+import type { ChatHost } from "./chat-host.js";
+
+/**
+ * The chat host that ships with the service: sessions and chats kept in the same Redis,
+ * so that the whole flow runs, and is tested, with nothing else installed. Chats and
+ * sessions share one id space: a started chat is itself a session.
+ */
+export class EmbeddedChatHost implements ChatHost {
+  constructor(readonly redis: Redis | Cluster) {}
+
+  /** Creates or replaces a session. */
+  async putSession(
+    session: MessageInitShape<typeof SessionSchema> | undefined,
+  ): Promise<PutSessionResponse> {
+    const stored = create(SessionSchema, session ?? {});
+    requireId("session.session_id", stored.sessionId);
+    if (stored.workspaceId !== "") requireId("session.workspace_id", stored.workspaceId);
+    await this.call(() =>
+      this.redis.set(
+        hostKeys(stored.sessionId).session,
+        Buffer.from(toBinary(SessionSchema, stored)),
+      ),
+    );
+    return create(PutSessionResponseSchema, { session: stored });
+  }
+
+  /** A session; NOT_FOUND when unknown. */
+  async getSession(request: { sessionId: string }): Promise<GetSessionResponse> {
+    const sessionId = requireId("session_id", request.sessionId);
+    const session = await this.findSession(sessionId);
+    if (session === undefined) {
+      throw new ConnectError(`no session "${sessionId}"`, Code.NotFound);
+    }
+    return create(GetSessionResponseSchema, { session });
+  }
+
+  /** A session, or undefined when unknown. */
+  async findSession(sessionId: string): Promise<Session | undefined> {
+    const bytes = await this.call(() => this.redis.getBuffer(hostKeys(sessionId).session));
+    return bytes === null ? undefined : fromBinary(SessionSchema, bytes);
+  }
+
+  /**
+   * Creates a chat, once per idempotency key: the chat id is derived from the key
+   * (`embeddedChatId`), and one script writes the chat and its session only if the chat
+   * is not there yet, so retried and concurrent calls answer the same chat without any
+   * key-to-chat map. The chat is also a session (same id space): its workspace is the
+   * request's, its folder NORMAL, its settings the request's, so a started chat can
+   * itself offer suggestions. Pinned by test/host/host.test.ts.
+   */
+  async createChat(
+    request: MessageInitShape<typeof CreateChatRequestSchema>,
+  ): Promise<CreateChatResponse> {
+    const req = create(CreateChatRequestSchema, request);
+    const key = requireIdempotencyKey("idempotency_key", req.idempotencyKey);
+    const workspaceId = requireId("workspace_id", req.workspaceId);
+    const origin = checkOrigin(req.origin);
+    const chatId = embeddedChatId(key);
+    const settings = req.settings ?? create(ChatSettingsSchema);
+    const chat = create(ChatSchema, { chatId, workspaceId, title: req.title, settings, origin });
+    const session = create(SessionSchema, {
+      sessionId: chatId,
+      workspaceId,
+      folder: FolderKind.NORMAL,
+      settings,
+    });
+    const keys = hostKeys(chatId);
+    await this.call(() =>
+      this.redis.createChat(
+        keys.chat,
+        keys.session,
+        Buffer.from(toBinary(ChatSchema, chat)),
+        Buffer.from(toBinary(SessionSchema, session)),
+      ),
+    );
+    return create(CreateChatResponseSchema, { chatId });
+  }
+
+  /**
+   * Posts a message, once per (chat, idempotency key): the message id is derived from
+   * both, and one script appends the message only if that id was not posted yet.
+   * NOT_FOUND when the host knows no such chat (or session: they share one id space).
+   */
+  async postMessage(
+    request: MessageInitShape<typeof PostMessageRequestSchema>,
+  ): Promise<PostMessageResponse> {
+    const req = create(PostMessageRequestSchema, request);
+    const key = requireIdempotencyKey("idempotency_key", req.idempotencyKey);
+    const chatId = requireId("chat_id", req.chatId);
+    if (!KNOWN_AUTHORS.has(req.author)) {
+      throw new ConnectError(
+        "author must be MESSAGE_AUTHOR_PERSON, MESSAGE_AUTHOR_AGENT or MESSAGE_AUTHOR_SUGGESTION",
+        Code.InvalidArgument,
+      );
+    }
+    const messageId = embeddedMessageId(chatId, key);
+    const message = create(ChatMessageSchema, {
+      messageId,
+      author: req.author,
+      text: req.text,
+      origin: checkOrigin(req.origin),
+    });
+    const keys = hostKeys(chatId);
+    const status = await this.call(() =>
+      this.redis.postMessage(
+        keys.session,
+        keys.messageIds,
+        keys.messages,
+        messageId,
+        Buffer.from(toBinary(ChatMessageSchema, message)),
+      ),
+    );
+    if (status === PostStatus.NoChat) throw noChat(chatId);
+    return create(PostMessageResponseSchema, { messageId });
+  }
+
+  /**
+   * A chat with its messages, read in one MULTI so that the messages and the chat are
+   * one snapshot. A chat the host created shows its title and origin; a session put with
+   * PutSession is a chat too, without them. Workspace and settings are the session's, as
+   * the chat runs now. NOT_FOUND when unknown.
+   */
+  async getChat(chatId: string): Promise<GetChatResponse> {
+    return create(GetChatResponseSchema, { chat: await this.readChat(chatId) });
+  }
+
+  /**
+   * Creates a goal from a message, only if it is the person's own instruction: a
+   * suggestion's brief (author SUGGESTION) or the agent's words are refused with
+   * PERMISSION_DENIED, so the started chat has to ask the person first. NOT_FOUND for an
+   * unknown chat or message. The goal id is derived from the message, so a repeat
+   * answers the same goal.
+   */
+  async createGoal(chatId: string, messageId: string): Promise<CreateGoalResponse> {
+    const chat = await this.readChat(chatId);
+    requireId("message_id", messageId);
+    const message = chat.messages.find((m) => m.messageId === messageId);
+    if (message === undefined) {
+      throw new ConnectError(`no message "${messageId}" in chat "${chatId}"`, Code.NotFound);
+    }
+    if (message.author !== MessageAuthor.PERSON) {
+      throw new ConnectError(
+        `message "${messageId}" is not the person's own instruction; ask the person first`,
+        Code.PermissionDenied,
+        undefined,
+        [
+          {
+            desc: ErrorInfoSchema,
+            value: {
+              domain: "chat-host",
+              reason: "NOT_PERSONS_INSTRUCTION",
+              metadata: { chatId, messageId, author: MessageAuthor[message.author] },
+            },
+          },
+        ],
+      );
+    }
+    return create(CreateGoalResponseSchema, {
+      goalId: `goal-${digest(`${chatId}\n${messageId}`)}`,
+    });
+  }
+
+  /** A chat and its messages; NOT_FOUND when the host knows neither chat nor session. */
+  private async readChat(chatId: string): Promise<Chat> {
+    requireId("chat_id", chatId);
+    const keys = hostKeys(chatId);
+    const replies = await this.call(() =>
+      this.redis
+        .multi()
+        .getBuffer(keys.chat)
+        .getBuffer(keys.session)
+        .lrangeBuffer(keys.messages, 0, -1)
+        .exec(),
+    );
+    const [chatBytes, sessionBytes, messageList] = (replies ?? []).map(([err, value]) => {
+      if (err) throw dependencyError(err, "the embedded chat host's Redis");
+      return value;
+    }) as [Buffer | null, Buffer | null, Buffer[]];
+    if (chatBytes === null && sessionBytes === null) throw noChat(chatId);
+    const chat =
+      chatBytes === null ? create(ChatSchema, { chatId }) : fromBinary(ChatSchema, chatBytes);
+    if (sessionBytes !== null) {
+      const session = fromBinary(SessionSchema, sessionBytes);
+      chat.workspaceId = session.workspaceId;
+      chat.settings = session.settings;
+    }
+    chat.messages = (messageList ?? []).map((bytes) => fromBinary(ChatMessageSchema, bytes));
+    return chat;
+  }
+
+  /** Runs a Redis call, answering UNAVAILABLE when Redis does not answer. */
+  private async call<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw dependencyError(err, "the embedded chat host's Redis");
+    }
+  }
+}
+
+/** The status codes of lua/postMessage-3.lua. */
+enum PostStatus {
+  Posted = 0,
+  Already = 1,
+  NoChat = 2,
+}
+
+const KNOWN_AUTHORS: ReadonlySet<MessageAuthor> = new Set([
+  MessageAuthor.PERSON,
+  MessageAuthor.AGENT,
+  MessageAuthor.SUGGESTION,
+]);
+
+/** 128 bits of SHA-256, in hex: ids derived from caller text, never the text itself. */
+function digest(text: string): string {
+  return createHash("sha256").update(text).digest("hex").slice(0, 32);
+}
+
+/**
+ * The id of the chat the embedded host creates for an idempotency key: derived, so that
+ * the same key always lands on the same chat, and never the caller's text itself.
+ */
+export function embeddedChatId(idempotencyKey: string): string {
+  return `chat-${digest(idempotencyKey)}`;
+}
+
+/** The id of the message posted to a chat under an idempotency key. */
+export function embeddedMessageId(chatId: string, idempotencyKey: string): string {
+  return `msg-${digest(`${chatId}\n${idempotencyKey}`)}`;
+}
+
+/** Checks an origin's ids (either may be empty); answers the origin to store. */
+function checkOrigin(origin: Origin | undefined): Origin | undefined {
+  if (origin === undefined) return undefined;
+  if (origin.sessionId !== "") requireId("origin.session_id", origin.sessionId);
+  if (origin.suggestionId !== "") requireId("origin.suggestion_id", origin.suggestionId);
+  return origin;
+}
+
+function noChat(chatId: string): ConnectError {
+  return new ConnectError(`no chat "${chatId}"`, Code.NotFound);
+}

@@ -1,0 +1,109 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Logger } from "pino";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { RefusalReason, SuggestTaskRefusalSchema } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import type { Call, CallHook } from "./call-pipeline.js";
+
+/** The service's logs and metrics. */
+export interface Telemetry {
+  /** Logs one line per call and counts it. */
+  readonly hook: CallHook;
+  /** The Prometheus registry served on /metrics. */
+  readonly registry: Registry;
+  /** Counts errors reported by a Redis client. */
+  readonly redisErrors: Counter;
+  readonly logger: Logger;
+}
+
+const START = "/oda.suggest.v1.SuggestionService/StartSuggestion";
+
+/** The session a call is about, read from the request's well-known fields only. */
+export function sessionIdOf(request: unknown): string | undefined {
+  if (request === null || typeof request !== "object") return undefined;
+  const r = request as {
+    sessionId?: unknown;
+    chatId?: unknown;
+    context?: { sessionId?: unknown };
+    session?: { sessionId?: unknown };
+  };
+  const id = r.sessionId ?? r.context?.sessionId ?? r.session?.sessionId ?? r.chatId;
+  return typeof id === "string" && id !== "" ? id : undefined;
+}
+
+/** The gRPC code's name as the Connect protocol spells it ("invalid_argument"). */
+function codeName(code: Code | undefined): string {
+  if (code === undefined) return "ok";
+  return Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase();
+}
+
+/**
+ * Structured JSON logs (one line per call: method, code, duration, session id, and
+ * never a brief's or any other field's text) and Prometheus metrics: calls by method
+ * and code, latency histograms, refusals by reason, starts in flight, Redis errors.
+ * Each server has a registry of its own, so several can run in one process.
+ */
+export function createTelemetry(logger: Logger): Telemetry {
+  const registry = new Registry();
+  const calls = new Counter({
+    name: "suggest_calls_total",
+    help: "Calls by method and result code.",
+    labelNames: ["method", "code"] as const,
+    registers: [registry],
+  });
+  const latency = new Histogram({
+    name: "suggest_call_duration_seconds",
+    help: "Call latency by method.",
+    labelNames: ["method"] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  const refusals = new Counter({
+    name: "suggest_refusals_total",
+    help: "suggest_task refusals by reason.",
+    labelNames: ["reason"] as const,
+    registers: [registry],
+  });
+  const startsInFlight = new Gauge({
+    name: "suggest_starts_in_flight",
+    help: "StartSuggestion calls running now.",
+    registers: [registry],
+  });
+  const redisErrors = new Counter({
+    name: "suggest_redis_errors_total",
+    help: "Errors reported by the Redis clients.",
+    registers: [registry],
+  });
+
+  const hook: CallHook = {
+    before(call: Call) {
+      if (call.procedure === START) startsInFlight.inc();
+    },
+    after(call, error, durationMs) {
+      if (call.procedure === START) startsInFlight.dec();
+      const code = codeName(error?.code);
+      calls.inc({ method: call.procedure, code });
+      latency.observe({ method: call.procedure }, durationMs / 1000);
+      const refusal = error instanceof ConnectError ? refusalOf(error) : undefined;
+      if (refusal !== undefined) refusals.inc({ reason: RefusalReason[refusal] });
+      logger.info(
+        {
+          method: call.procedure,
+          code,
+          durationMs: Math.round(durationMs * 1000) / 1000,
+          sessionId: sessionIdOf(call.request),
+          ...(refusal === undefined ? {} : { refusal: RefusalReason[refusal] }),
+        },
+        "call",
+      );
+    },
+  };
+  return { hook, registry, redisErrors, logger };
+}
+
+function refusalOf(error: ConnectError): RefusalReason | undefined {
+  try {
+    return error.findDetails(SuggestTaskRefusalSchema)[0]?.reason;
+  } catch {
+    return undefined;
+  }
+}

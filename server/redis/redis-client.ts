@@ -1,0 +1,117 @@
+import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
+import { defineScripts } from "../store/scripts.js";
+import { clusterSubscriber } from "./cluster-subscriber.js";
+import { type ClusterSeed, parseRedisUrl } from "./redis-url.js";
+
+/** The service's Redis: one server, or a Redis Cluster; both run the same scripts. */
+export type RedisClient = Redis | Cluster;
+
+/**
+ * Client settings chosen so that a call never hangs on a Redis that is down: a command
+ * fails after one reconnection attempt (and the handler answers UNAVAILABLE) instead of
+ * waiting in the offline queue. Commands that were sent but not answered are re-sent
+ * after a reconnect (ioredis's default); every script is idempotent for that reason.
+ */
+export const defaultRedisOptions: Readonly<RedisOptions> = Object.freeze({
+  maxRetriesPerRequest: 1,
+  connectTimeout: 2_000,
+  commandTimeout: 5_000,
+  enableAutoPipelining: true,
+});
+
+/**
+ * Cluster settings with the same aim. A command for the slots of a primary that does
+ * not answer is retried every `retryDelayOnFailover` ms (each time after asking a live
+ * node for the slot map again, so a promoted replica is found) and fails after
+ * `maxRedirections` tries: after about a second, UNAVAILABLE
+ * (test/cluster/cluster-failover.test.ts). Each node's connection takes the single
+ * client's settings.
+ */
+export const defaultClusterOptions: Readonly<ClusterOptions> = Object.freeze({
+  redisOptions: Object.freeze({
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2_000,
+    commandTimeout: 5_000,
+  }),
+  enableAutoPipelining: true,
+  maxRedirections: 16,
+  retryDelayOnFailover: 100,
+  retryDelayOnClusterDown: 100,
+  retryDelayOnTryAgain: 100,
+  slotsRefreshTimeout: 1_000,
+  clusterRetryStrategy: (times: number) => Math.min(100 * times, 2_000),
+});
+
+/** The seeds each cluster client was made from, for its subscriber connections. */
+const clusterSeeds = new WeakMap<Cluster, readonly ClusterSeed[]>();
+
+/**
+ * A client of the Redis that `url` names, with the service's scripts defined on it:
+ * `redis://` and `rediss://` make a `Redis`, `redis+cluster://` and `rediss+cluster://`
+ * (see `parseRedisUrl`) a `Cluster`.
+ */
+export function createRedisClient(url: string): RedisClient {
+  const target = parseRedisUrl(url);
+  if (target.kind === "single") {
+    const client = new Redis(url, { ...defaultRedisOptions });
+    defineScripts(client);
+    return client;
+  }
+  const client = new Cluster(
+    target.seeds.map((s) => ({ ...s })),
+    {
+      ...defaultClusterOptions,
+      redisOptions: {
+        ...defaultClusterOptions.redisOptions,
+        ...(target.username === undefined ? {} : { username: target.username }),
+        ...(target.password === undefined ? {} : { password: target.password }),
+        ...(target.tls ? { tls: {} } : {}),
+      },
+    },
+  );
+  holdCallsOnlyUntilReady(client);
+  clusterSeeds.set(client, target.seeds);
+  defineScripts(client);
+  return client;
+}
+
+/**
+ * ioredis queues a cluster's commands while the cluster as a whole is not ready, with
+ * no bound. The first connection is worth waiting for (a client is used as soon as it is
+ * made), but a cluster lost later should fail calls at once, as a single Redis does:
+ * the queue is turned off whenever the cluster stops being ready, and on again once it
+ * is (while ready, it only covers the moment a node's connection opens). Pinned by
+ * test/cluster/cluster-failover.test.ts (every primary down: UNAVAILABLE at once).
+ */
+function holdCallsOnlyUntilReady(cluster: Cluster): void {
+  cluster.on("ready", () => {
+    cluster.options.enableOfflineQueue = true;
+  });
+  for (const event of ["close", "reconnecting", "end"]) {
+    cluster.on(event, () => {
+      cluster.options.enableOfflineQueue = false;
+    });
+  }
+}
+
+/**
+ * A connection for SUBSCRIBE beside `client`: a duplicate of a single Redis, or, for a
+ * cluster, a connection to one of its nodes that moves to another when that node is
+ * lost (`clusterSubscriber`). Either emits `ready` after every reconnection and
+ * resubscribes by itself.
+ */
+export function subscriberConnection(client: RedisClient): Redis {
+  if (client instanceof Redis) return client.duplicate(SUBSCRIBER_OPTIONS);
+  return clusterSubscriber(client, clusterSeeds.get(client) ?? [], {
+    ...SUBSCRIBER_OPTIONS,
+    connectionName: "suggest-task-subscriber",
+  });
+}
+
+/**
+ * No ready check on a subscriber: after a reconnection ioredis would send its INFO on a
+ * connection already marked as subscribed, have it refused ("only subscriber commands
+ * may be used") and reject every SUBSCRIBE waiting with it, failing the watchers of
+ * those sessions. Seen with 10,000 watchers opening under load (bench/watch-load.ts).
+ */
+const SUBSCRIBER_OPTIONS = Object.freeze({ enableAutoPipelining: false, enableReadyCheck: false });

@@ -1,0 +1,273 @@
+import { createHash } from "node:crypto";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import {
+  type ChatSettings,
+  ChatSettingsSchema,
+  FolderKind,
+  MessageAuthor,
+  type Session,
+} from "../../gen/oda/suggest/v1/chat_host_pb.js";
+import {
+  type Suggestion,
+  SuggestionState,
+  WorkspaceMissingReason,
+} from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import {
+  type StartSuggestionRequest,
+  type StartSuggestionResponse,
+  StartSuggestionResponseSchema,
+} from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import type { SuggestionLists } from "../domain/fold.js";
+import { isValidId, requireId } from "../domain/ids.js";
+import type { ChatHost } from "../host/chat-host.js";
+import type { HeldStartLock } from "../store/held-start-lock.js";
+import { type StartLocks, type StartResult, startLocksFor } from "../store/start-locks.js";
+import type { SuggestionStore } from "../store/suggestion-store.js";
+import { dependencyError, SuggestionErrorCode, suggestionError } from "./errors.js";
+
+/** What StartSuggestion needs. */
+export interface StartSuggestionDeps {
+  readonly store: SuggestionStore;
+  readonly host: ChatHost;
+  /** The instance's single-flight locks; the store's client's defaults when absent. */
+  readonly startLocks?: StartLocks | undefined;
+}
+
+/**
+ * The idempotency keys of one Start, derived from (session, suggestion) only, so that
+ * every Start of a suggestion, on any instance, before or after a crash, asks the host
+ * for the same chat and the same brief. Hashed to a fixed length that any host accepts.
+ */
+export function startIdempotencyKeys(
+  sessionId: string,
+  suggestionId: string,
+): { readonly chat: string; readonly brief: string } {
+  const digest = createHash("sha256").update(`${sessionId}\n${suggestionId}`).digest("base64url");
+  return { chat: `suggest-task:chat:${digest}`, brief: `suggest-task:brief:${digest}` };
+}
+
+/**
+ * What a chat started from a suggestion runs as: the offering chat's model and
+ * permission, plus its preset (sandbox and approval left unset, for the host to take
+ * from the preset), or, with no preset, its sandbox and approval. The permission is
+ * always the offering chat's, carried explicitly, so that a preset that would default to
+ * more (a read-only chat on a full-access preset) cannot raise it: a started chat never
+ * runs with more permission than the chat that offered it (test/rpc/start-settings.test.ts).
+ */
+export function startedChatSettings(
+  offering: ChatSettings | undefined,
+): MessageInitShape<typeof ChatSettingsSchema> {
+  const s = offering ?? create(ChatSettingsSchema);
+  return s.presetId !== ""
+    ? { presetId: s.presetId, model: s.model, permission: s.permission }
+    : { model: s.model, permission: s.permission, sandbox: s.sandbox, approval: s.approval };
+}
+
+/**
+ * StartSuggestion, in the design's order: the host's session (workspace-missing when it
+ * belongs to no workspace or runs in a scheduled task's folder); the suggestion's
+ * standing (not-found; drafted or dismissed: not-open; started: its chat again, making
+ * sure the brief was posted); then, for an open one, the single-flight lock per
+ * (session, suggestion), under which the holder creates the chat, records `started`
+ * only if the offer is still open, and posts the brief. Callers that find the lock
+ * taken wait for the holder's result and answer the same chat. Pinned by
+ * test/rpc/start.test.ts, test/rpc/start-concurrency.test.ts, test/rpc/start-stall.test.ts and
+ * test/e2e/start-crash.test.ts.
+ */
+export async function startSuggestion(
+  deps: StartSuggestionDeps,
+  request: StartSuggestionRequest,
+  signal?: AbortSignal,
+): Promise<StartSuggestionResponse> {
+  const sessionId = requireId("session_id", request.sessionId);
+  const suggestionId = requireId("suggestion_id", request.suggestionId);
+  const session = await offeringSession(deps, sessionId, suggestionId);
+  const locks = deps.startLocks ?? startLocksFor(deps.store.redis);
+  const until = Date.now() + locks.maxWaitMs;
+  let briefPosted = false;
+  for (;;) {
+    const suggestion = await readSuggestion(deps.store, sessionId, suggestionId);
+    if (suggestion.state === SuggestionState.STARTED) {
+      // A repeated Start, or one that waited: the same chat, and the brief made sure of
+      // (an idempotent post), unless the holder just said it posted it.
+      if (!briefPosted) await postBrief(deps.host, suggestion, suggestion.chatId);
+      return create(StartSuggestionResponseSchema, { chatId: suggestion.chatId, suggestion });
+    }
+    if (suggestion.state !== SuggestionState.OPEN) {
+      throw suggestionError({
+        code: SuggestionErrorCode.NotOpen,
+        suggestionId,
+        state: suggestion.state,
+      });
+    }
+    let turn: Awaited<ReturnType<StartLocks["take"]>>;
+    try {
+      turn = await locks.take(sessionId, suggestionId, { until, signal });
+    } catch (err) {
+      throw dependencyError(err, "the suggestion store");
+    }
+    if (turn.kind === "held") return startHeld(deps, session, suggestion, turn.lock);
+    if (turn.kind === "lapsed" && Date.now() >= until) {
+      throw new ConnectError(
+        `another Start of suggestion "${suggestionId}" is still running`,
+        Code.Unavailable,
+      );
+    }
+    briefPosted = turn.kind === "delivered";
+  }
+}
+
+/**
+ * The holder's part: create the chat (idempotent by key), record `started` only if the
+ * offer is still open, post the brief (idempotent by key), and tell the waiters. A
+ * suggestion dismissed or drafted meanwhile gets no brief and answers not-open; its
+ * chat stays empty.
+ */
+async function startHeld(
+  deps: StartSuggestionDeps,
+  session: Session,
+  suggestion: Suggestion,
+  lock: HeldStartLock,
+): Promise<StartSuggestionResponse> {
+  const { sessionId, id: suggestionId } = suggestion;
+  let result: StartResult = "released";
+  try {
+    const { chatId } = await hostCall(() =>
+      deps.host.createChat({
+        idempotencyKey: startIdempotencyKeys(sessionId, suggestionId).chat,
+        workspaceId: session.workspaceId,
+        title: suggestion.title,
+        settings: startedChatSettings(session.settings),
+        origin: { sessionId, suggestionId },
+      }),
+    );
+    if (!isValidId(chatId)) {
+      throw new ConnectError("the chat host answered an unusable chat id", Code.Internal);
+    }
+    let settled: Awaited<ReturnType<SuggestionStore["settleAndList"]>>;
+    try {
+      settled = await deps.store.settleAndList(sessionId, suggestionId, "started", chatId);
+    } catch (err) {
+      throw dependencyError(err, "the suggestion store");
+    }
+    const { kind, state } = settled.outcome;
+    switch (kind) {
+      case "recorded":
+      case "already": {
+        // `already`: an earlier holder (stalled past its lock, or crashed after this
+        // step) recorded it; the recorded chat is the one, and its brief is made sure of.
+        const started = suggestionIn(settled.lists, suggestionId);
+        await postBrief(deps.host, started, started.chatId);
+        result = "delivered";
+        return create(StartSuggestionResponseSchema, {
+          chatId: started.chatId,
+          suggestion: started,
+        });
+      }
+      case "not-open":
+        throw suggestionError({ code: SuggestionErrorCode.NotOpen, suggestionId, state });
+      case "not-found":
+        throw suggestionError({ code: SuggestionErrorCode.NotFound, suggestionId });
+      case "open-limit":
+        throw new Error("settle answered open-limit for a start");
+    }
+  } finally {
+    // A lock that cannot be released (Redis gone) lapses after its lifetime.
+    await lock.release(result).catch(() => false);
+  }
+}
+
+/**
+ * The offering chat as the host knows it, with a workspace and not in a scheduled
+ * task's folder. A session the host does not know cannot start anything: an offer it
+ * never made is not-found, and one it made (the host has since forgotten the chat)
+ * belongs to no workspace now.
+ */
+async function offeringSession(
+  deps: StartSuggestionDeps,
+  sessionId: string,
+  suggestionId: string,
+): Promise<Session> {
+  let session: Session | undefined;
+  try {
+    ({ session } = await deps.host.getSession({ sessionId }));
+  } catch (err) {
+    if (!(err instanceof ConnectError && err.code === Code.NotFound)) {
+      throw dependencyError(err, "the chat host");
+    }
+  }
+  if (session === undefined) {
+    await readSuggestion(deps.store, sessionId, suggestionId);
+    throw suggestionError({
+      code: SuggestionErrorCode.WorkspaceMissing,
+      sessionId,
+      reason: WorkspaceMissingReason.NO_WORKSPACE,
+    });
+  }
+  if (session.workspaceId === "") {
+    throw suggestionError({
+      code: SuggestionErrorCode.WorkspaceMissing,
+      sessionId,
+      reason: WorkspaceMissingReason.NO_WORKSPACE,
+    });
+  }
+  if (session.folder === FolderKind.SCHEDULED_TASK) {
+    throw suggestionError({
+      code: SuggestionErrorCode.WorkspaceMissing,
+      sessionId,
+      reason: WorkspaceMissingReason.SCHEDULED_TASK_FOLDER,
+    });
+  }
+  return session;
+}
+
+/** One suggestion as the log's fold gives it; not-found when the log has no such offer. */
+async function readSuggestion(
+  store: SuggestionStore,
+  sessionId: string,
+  suggestionId: string,
+): Promise<Suggestion> {
+  let lists: SuggestionLists;
+  try {
+    lists = await store.lists(sessionId);
+  } catch (err) {
+    throw dependencyError(err, "the suggestion store");
+  }
+  return suggestionIn(lists, suggestionId);
+}
+
+function suggestionIn(lists: SuggestionLists, suggestionId: string): Suggestion {
+  const suggestion = lists.byId.get(suggestionId);
+  if (suggestion === undefined) {
+    throw suggestionError({ code: SuggestionErrorCode.NotFound, suggestionId });
+  }
+  return suggestion;
+}
+
+/**
+ * Posts the brief as the new chat's message, attributed to the suggestion (author
+ * SUGGESTION, origin the offering session and suggestion) so that person-only checks
+ * refuse it. Idempotent by key: however many Starts post it, the chat has it once.
+ */
+async function postBrief(host: ChatHost, suggestion: Suggestion, chatId: string): Promise<void> {
+  const { sessionId, id: suggestionId } = suggestion;
+  await hostCall(() =>
+    host.postMessage({
+      idempotencyKey: startIdempotencyKeys(sessionId, suggestionId).brief,
+      chatId,
+      text: suggestion.brief,
+      author: MessageAuthor.SUGGESTION,
+      origin: { sessionId, suggestionId },
+    }),
+  );
+}
+
+/** A call to the chat host; a host that is down or times out is UNAVAILABLE. */
+async function hostCall<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw dependencyError(err, "the chat host");
+  }
+}

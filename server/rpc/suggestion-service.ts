@@ -1,0 +1,42 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import type { ChatHost } from "../host/chat-host.js";
+import type { StartLocks } from "../store/start-locks.js";
+import type { SuggestionStore } from "../store/suggestion-store.js";
+import type { WatchHub } from "../store/watch-hub.js";
+import { getSuggestion, listSuggestions } from "./list-suggestions.js";
+import { dismissSuggestion, draftSuggestion, restoreSuggestion } from "./settle-suggestion.js";
+import { startSuggestion } from "./start-suggestion.js";
+import { suggestTask } from "./suggest-task.js";
+import { watchSuggestions } from "./watch-suggestions.js";
+
+/** What the SuggestionService handlers share. */
+export interface SuggestionServiceDeps {
+  readonly store: SuggestionStore;
+  readonly host: ChatHost;
+  /** Makes the id of a new offer; random by default. */
+  readonly newId?: () => string;
+  /** The instance's StartSuggestion locks (one Redis subscriber); server.ts makes it. */
+  readonly startLocks?: StartLocks | undefined;
+  /** The instance's WatchSuggestions fan-out (one Redis subscriber); server.ts makes it. */
+  readonly watchHub?: WatchHub | undefined;
+}
+
+/**
+ * The SuggestionService implementation, written once and served by every transport.
+ * Each RPC lives in a module of its own; this only binds them to their dependencies.
+ */
+export function createSuggestionService(
+  deps: SuggestionServiceDeps,
+): ServiceImpl<typeof SuggestionService> {
+  return {
+    suggestTask: (request) => suggestTask(deps, request),
+    listSuggestions: (request) => listSuggestions(deps, request),
+    getSuggestion: (request) => getSuggestion(deps, request),
+    startSuggestion: (request, context) => startSuggestion(deps, request, context.signal),
+    draftSuggestion: (request) => draftSuggestion(deps, request),
+    dismissSuggestion: (request) => dismissSuggestion(deps, request),
+    restoreSuggestion: (request) => restoreSuggestion(deps, request),
+    watchSuggestions: (request, context) => watchSuggestions(deps, request, context),
+  };
+}

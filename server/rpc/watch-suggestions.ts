@@ -1,0 +1,37 @@
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import {
+  type WatchSuggestionsRequest,
+  type WatchSuggestionsResponse,
+  WatchSuggestionsResponseSchema,
+} from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import { requireId } from "../domain/ids.js";
+import type { WatchHub } from "../store/watch-hub.js";
+
+/** What the watch handler needs. */
+export interface WatchSuggestionsDeps {
+  /** The instance's fan-out; without one, WatchSuggestions answers UNIMPLEMENTED. */
+  readonly watchHub?: WatchHub | undefined;
+}
+
+/**
+ * WatchSuggestions: the lists of ListSuggestions at once, then after every change made
+ * through any instance. It ends with OK when the client leaves or the server shuts down,
+ * with DEADLINE_EXCEEDED when the call's deadline passes, and with UNAVAILABLE when
+ * Redis fails under it (the client watches again).
+ */
+export async function* watchSuggestions(
+  deps: WatchSuggestionsDeps,
+  request: WatchSuggestionsRequest,
+  context: HandlerContext,
+): AsyncGenerator<WatchSuggestionsResponse, void> {
+  const sessionId = requireId("session_id", request.sessionId);
+  if (deps.watchHub === undefined) {
+    throw new ConnectError("WatchSuggestions needs a watch hub", Code.Unimplemented);
+  }
+  for await (const { open, settled } of deps.watchHub.watch(sessionId, context.signal)) {
+    yield create(WatchSuggestionsResponseSchema, { open, settled });
+  }
+  const reason: unknown = context.signal.aborted ? context.signal.reason : undefined;
+  if (reason instanceof ConnectError && reason.code === Code.DeadlineExceeded) throw reason;
+}

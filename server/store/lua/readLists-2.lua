@@ -1,0 +1,58 @@
+--[[
+  Reads one session's lists in O(offers), however long its stream: the projection is
+  caught up (O(1) when it is current), then each offer's record and the record of the
+  settlement it stands by are read by their stream ids. fold.ts builds the suggestions
+  from these records with the same code that folds the whole log, so both readings give
+  the same lists (pinned by test/store/list-read.test.ts).
+
+  KEYS[1] log         the session's stream
+  KEYS[2] projection  the fold cache (includes/projection.lua)
+
+  Result: { version, offer, settlement, offer, settlement, ... }
+    version     id of the last stream entry folded ('0-0' for an empty log): equal
+                versions, equal lists
+    then two entries per offer, in offer order, each { entry id, { field, value, ... } }:
+    offer       the offer's `offered` record
+    settlement  the `settled` record the offer stands by; {} while it is open
+]]
+--- @include "projection"
+
+local log, proj = KEYS[1], KEYS[2]
+
+catchUp(log, proj)
+
+local function entry(entryId)
+  if not entryId then
+    return {}
+  end
+  return redis.call('XRANGE', log, entryId, entryId)[1] or {}
+end
+
+-- HMGET of many fields, in chunks that keep unpack within Lua's stack.
+local function hmget(fields)
+  local values = {}
+  for from = 1, #fields, 1000 do
+    local chunk = redis.call('HMGET', proj, unpack(fields, from, math.min(from + 999, #fields)))
+    for i = 1, #chunk do
+      values[#values + 1] = chunk[i]
+    end
+  end
+  return values
+end
+
+local head = redis.call('HMGET', proj, 'seen', 'n')
+local result = { head[1] or '0-0' }
+local order = {}
+for i = 1, tonumber(head[2] or '0') do
+  order[i] = 'i:' .. i
+end
+local refs = {}
+for i, id in ipairs(hmget(order)) do
+  refs[2 * i - 1] = 'e:' .. id
+  refs[2 * i] = 'a:' .. id
+end
+refs = hmget(refs)
+for i = 1, #refs do
+  result[i + 1] = entry(refs[i])
+end
+return result

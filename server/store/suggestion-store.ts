@@ -1,0 +1,230 @@
+import type { Cluster, Redis } from "ioredis";
+import { type Suggestion, SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import {
+  type LogRecord,
+  listsFromOffers,
+  type OfferRecords,
+  offeredSuggestion,
+  parseEntries,
+  type SuggestionLists,
+} from "../domain/fold.js";
+import { LIFETIME_LIMIT, OPEN_LIMIT } from "../rpc/errors.js";
+import { sessionKeys } from "./keys.js";
+import type { ScriptReply } from "./scripts.js";
+
+/** An offer as the tool hands it to the store: fields already trimmed and checked. */
+export interface NewOffer {
+  readonly id: string;
+  readonly turnId: string;
+  readonly toolCallId: string;
+  readonly title: string;
+  readonly tldr: string;
+  readonly brief: string;
+}
+
+/** What the atomic offer step answered; mirrors the status codes of lua/offer-3.lua. */
+export type OfferOutcome =
+  | { readonly kind: "recorded" | "duplicate"; readonly suggestion: Suggestion }
+  | { readonly kind: "lifetime-limit" | "open-limit" | "turn-limit" | "quota-ok" };
+
+/** The status codes of lua/offer-3.lua. */
+enum OfferStatus {
+  Recorded = 0,
+  Duplicate = 1,
+  LifetimeLimit = 2,
+  OpenLimit = 3,
+  TurnLimit = 4,
+  Checked = 5,
+}
+
+/** The outcomes a settlement may record. */
+export type Outcome = "started" | "drafted" | "dismissed" | "restored";
+
+/** What the atomic settle step answered; mirrors the status codes of lua/settle-3.lua. */
+export interface SettleOutcome {
+  readonly kind: "recorded" | "already" | "not-found" | "not-open" | "open-limit";
+  /** The offer's standing after the call (before it, for refusals). */
+  readonly state: SuggestionState;
+  /** The started chat, when the offer stands started. */
+  readonly chatId: string;
+}
+
+const SETTLE_KINDS = ["recorded", "already", "not-found", "not-open", "open-limit"] as const;
+
+const STATES: Readonly<Record<string, SuggestionState>> = {
+  open: SuggestionState.OPEN,
+  started: SuggestionState.STARTED,
+  drafted: SuggestionState.DRAFTED,
+  dismissed: SuggestionState.DISMISSED,
+};
+
+/** Reads the reply of lua/settle-3.lua. */
+function settleOutcome(reply: ScriptReply): SettleOutcome {
+  const kind = SETTLE_KINDS[reply[0] as number];
+  if (kind === undefined) {
+    throw new Error(`settle script answered an unknown status ${String(reply[0])}`);
+  }
+  return {
+    kind,
+    state: STATES[reply[1] as string] ?? SuggestionState.UNSPECIFIED,
+    chatId: reply[2] as string,
+  };
+}
+
+/** A session's lists and how far into its log they were read. */
+export interface ListsSnapshot {
+  /** The id of the last entry folded (`0-0` for an empty log): equal ids, equal lists. */
+  readonly version: string;
+  readonly lists: SuggestionLists;
+}
+
+/** Reads the reply of lua/readLists-2.lua. */
+function snapshotOf(sessionId: string, reply: ScriptReply): ListsSnapshot {
+  const record = (entry: ScriptReply[number]): LogRecord | undefined => {
+    if (!Array.isArray(entry) || entry.length < 2) return undefined;
+    return parseEntries([[entry[0] as string, entry[1] as string[]]])[0];
+  };
+  const offers: OfferRecords[] = [];
+  for (let i = 1; i + 1 < reply.length; i += 2) {
+    const offer = record(reply[i]);
+    // An offer record gone from the stream (XDEL by hand) is gone from the fold too.
+    if (offer !== undefined) offers.push({ offer, settlement: record(reply[i + 1]) });
+  }
+  return { version: String(reply[0]), lists: listsFromOffers(sessionId, offers) };
+}
+
+/**
+ * One session's suggestions on Redis: the stream is the truth, the projection hash a
+ * cache the scripts keep and rebuild (see lua/includes/projection.lua).
+ */
+export class SuggestionStore {
+  constructor(readonly redis: Redis | Cluster) {}
+
+  /**
+   * The quota checks and the append as one atomic step, in one round trip. With
+   * `checkOnly` (the fields are invalid) it only says whether the quotas would allow an
+   * offer, so that quota refusals still come before field refusals.
+   */
+  async offer(sessionId: string, offer: NewOffer, checkOnly: boolean): Promise<OfferOutcome> {
+    const keys = sessionKeys(sessionId);
+    const reply = await this.redis.offer(
+      keys.log,
+      keys.projection,
+      keys.changes,
+      offer.id,
+      offer.turnId,
+      offer.toolCallId,
+      offer.title,
+      offer.tldr,
+      offer.brief,
+      checkOnly ? "check" : "append",
+      String(LIFETIME_LIMIT),
+      String(OPEN_LIMIT),
+    );
+    const status = reply[0] as OfferStatus;
+    switch (status) {
+      case OfferStatus.Recorded:
+      case OfferStatus.Duplicate: {
+        const [record] = parseEntries([[reply[2] as string, reply[3] as string[]]]);
+        if (record === undefined) throw new Error("offer script answered no offer record");
+        const suggestion = offeredSuggestion(sessionId, record);
+        return { kind: status === OfferStatus.Recorded ? "recorded" : "duplicate", suggestion };
+      }
+      case OfferStatus.LifetimeLimit:
+        return { kind: "lifetime-limit" };
+      case OfferStatus.OpenLimit:
+        return { kind: "open-limit" };
+      case OfferStatus.TurnLimit:
+        return { kind: "turn-limit" };
+      case OfferStatus.Checked:
+        return { kind: "quota-ok" };
+      default:
+        throw new Error(`offer script answered an unknown status ${String(reply[0])}`);
+    }
+  }
+
+  /**
+   * Settles an offer if the outcome fits its standing, as one atomic step: started,
+   * drafted and dismissed fit an open offer, restored a dismissed one while fewer than
+   * the open limit are open. An offer that already stands as asked answers `already`
+   * and records nothing.
+   */
+  async settle(
+    sessionId: string,
+    suggestionId: string,
+    outcome: Outcome,
+    chatId = "",
+  ): Promise<SettleOutcome> {
+    const keys = sessionKeys(sessionId);
+    const reply = await this.redis.settle(
+      keys.log,
+      keys.projection,
+      keys.changes,
+      suggestionId,
+      outcome,
+      chatId,
+      String(OPEN_LIMIT),
+    );
+    return settleOutcome(reply);
+  }
+
+  /**
+   * `settle`, and the session's lists as they stand right after it, in one MULTI: the
+   * answer of a settlement shows the suggestion exactly as that step left it, even
+   * while other calls settle the same session.
+   */
+  async settleAndList(
+    sessionId: string,
+    suggestionId: string,
+    outcome: Outcome,
+    chatId = "",
+  ): Promise<{ readonly outcome: SettleOutcome; readonly lists: SuggestionLists }> {
+    const keys = sessionKeys(sessionId);
+    const replies = await this.redis
+      .multi()
+      .settle(
+        keys.log,
+        keys.projection,
+        keys.changes,
+        suggestionId,
+        outcome,
+        chatId,
+        String(OPEN_LIMIT),
+      )
+      .readLists(keys.log, keys.projection)
+      .exec();
+    if (replies === null) throw new Error("the settle transaction was discarded");
+    const [[settleErr, settleReply] = [], [readErr, readReply] = []] = replies;
+    if (settleErr) throw settleErr;
+    if (readErr) throw readErr;
+    return {
+      outcome: settleOutcome(settleReply as ScriptReply),
+      lists: snapshotOf(sessionId, readReply as ScriptReply).lists,
+    };
+  }
+
+  /**
+   * A session's lists from the projection (lua/readLists-2.lua): O(offers), not
+   * O(records), so a chat with a long history of dismissals and restores reads as fast
+   * as a fresh one (test/store/list-read.test.ts). The projection is caught up from the stream
+   * first, so the answer is the fold of the whole log, as `foldLog(readLog())` gives it.
+   */
+  async snapshot(sessionId: string): Promise<ListsSnapshot> {
+    const keys = sessionKeys(sessionId);
+    return snapshotOf(sessionId, await this.redis.readLists(keys.log, keys.projection));
+  }
+
+  /** A session's lists: `snapshot` without the version. */
+  async lists(sessionId: string): Promise<SuggestionLists> {
+    return (await this.snapshot(sessionId)).lists;
+  }
+
+  /**
+   * Every record of a session's log, in stream order: O(records). The service never
+   * reads this way; it is the log `foldLog` reads, for tests and tools.
+   */
+  async readLog(sessionId: string): Promise<LogRecord[]> {
+    const entries = await this.redis.xrange(sessionKeys(sessionId).log, "-", "+");
+    return parseEntries(entries);
+  }
+}

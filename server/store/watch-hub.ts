@@ -1,0 +1,243 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Cluster, Redis } from "ioredis";
+import type { SuggestionLists } from "../domain/fold.js";
+import { dependencyError } from "../rpc/errors.js";
+import { sessionKeys } from "./keys.js";
+import type { ListsSnapshot as Snapshot, SuggestionStore } from "./suggestion-store.js";
+
+/**
+ * One watcher's mailbox. It keeps only the newest lists it has not taken yet, so a slow
+ * client skips lists that are already stale instead of queueing them without bound.
+ */
+class Watcher {
+  #pending: Snapshot | undefined;
+  #version: string | undefined;
+  #error: ConnectError | undefined;
+  #ended = false;
+  #wake: (() => void) | undefined;
+
+  /** Offers lists; the same version as the last one offered is not sent twice. */
+  offer(snapshot: Snapshot): void {
+    if (this.#ended || snapshot.version === this.#version) return;
+    this.#version = snapshot.version;
+    this.#pending = snapshot;
+    this.#wake?.();
+  }
+
+  /** Ends the watch with an error (Redis failed under it). */
+  fail(error: ConnectError): void {
+    if (this.#ended) return;
+    this.#error = error;
+    this.#ended = true;
+    this.#wake?.();
+  }
+
+  /** Ends the watch cleanly (the client left, or the server shuts down). */
+  end(): void {
+    this.#ended = true;
+    this.#wake?.();
+  }
+
+  /** The next lists to send; undefined once ended. */
+  async next(): Promise<Snapshot | undefined> {
+    for (;;) {
+      if (this.#error !== undefined) throw this.#error;
+      if (this.#ended) return undefined;
+      const pending = this.#pending;
+      if (pending !== undefined) {
+        this.#pending = undefined;
+        return pending;
+      }
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
+      this.#wake = undefined;
+    }
+  }
+}
+
+/** The local watchers of one session and the state of its one subscription. */
+interface SessionWatch {
+  readonly sessionId: string;
+  readonly channel: string;
+  readonly watchers: Set<Watcher>;
+  /** Settles once Redis has acknowledged the SUBSCRIBE. */
+  readonly subscribed: Promise<unknown>;
+  /** A read of the lists is in flight. */
+  refreshing: boolean;
+  /** A change arrived (or a watcher joined) during that read: read once more. */
+  again: boolean;
+}
+
+/**
+ * The fan-out behind WatchSuggestions: one Redis subscriber connection per server
+ * instance, however many watchers it serves. Every script PUBLISHes on the session's
+ * `changes` channel after each append, so a change made through any instance reaches
+ * every instance. A session's channel is subscribed while it has at least one local
+ * watcher and unsubscribed when the last one leaves; on a message the lists are read
+ * once and handed to every local watcher of that session, and a burst of messages that
+ * arrives during a read costs one more read, not one per message. Pinned by
+ * test/rpc/watch.test.ts and test/e2e/watch-scale.test.ts.
+ */
+export class WatchHub {
+  readonly #store: SuggestionStore;
+  readonly #connect: () => Redis | Cluster;
+  readonly #sessions = new Map<string, SessionWatch>();
+  #subscriber: Redis | Cluster | undefined;
+  #closed = false;
+
+  /**
+   * @param store reads the lists (on the store's own client, not the subscriber).
+   * @param connect makes the subscriber connection, opened at the first watcher; the
+   *   server passes `subscriberConnection(client)` (a duplicate, or one node of a cluster).
+   */
+  constructor(store: SuggestionStore, connect: () => Redis | Cluster) {
+    this.#store = store;
+    this.#connect = connect;
+  }
+
+  /** Sessions with at least one local watcher (for tests and metrics). */
+  get watchedSessions(): number {
+    return this.#sessions.size;
+  }
+
+  /**
+   * A session's lists: at once, then after every change, until `signal` aborts (the
+   * client left, the deadline passed, the server shuts down) or the hub closes, which
+   * end it cleanly. A Redis failure ends it with UNAVAILABLE.
+   */
+  async *watch(sessionId: string, signal: AbortSignal): AsyncGenerator<SuggestionLists, void> {
+    if (this.#closed) throw new ConnectError("the server is shutting down", Code.Unavailable);
+    const watcher = new Watcher();
+    const session = this.#join(sessionId, watcher);
+    const end = () => watcher.end();
+    signal.addEventListener("abort", end);
+    if (signal.aborted) end();
+    try {
+      for (;;) {
+        const snapshot = await watcher.next();
+        if (snapshot === undefined) return;
+        yield snapshot.lists;
+      }
+    } finally {
+      signal.removeEventListener("abort", end);
+      this.#leave(session, watcher);
+    }
+  }
+
+  /** Ends every watch cleanly and closes the subscriber connection. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const session of this.#sessions.values()) {
+      for (const watcher of session.watchers) watcher.end();
+    }
+    this.#sessions.clear();
+    const subscriber = this.#subscriber;
+    this.#subscriber = undefined;
+    await subscriber?.quit().catch(() => subscriber.disconnect());
+  }
+
+  #subscriberConnection(): Redis | Cluster {
+    if (this.#subscriber !== undefined) return this.#subscriber;
+    const subscriber = this.#connect();
+    let connectedBefore = false;
+    subscriber.on("error", () => {
+      // A lost connection is retried by ioredis, which subscribes again on its own.
+    });
+    subscriber.on("ready", () => {
+      if (!connectedBefore) {
+        connectedBefore = true;
+        return;
+      }
+      // Messages published while the connection was down are lost: read every watched
+      // session again once it is back. ioredis subscribes again right after this event;
+      // subscribing once more (harmless) and waiting for the answer puts the reads after
+      // the subscriptions, so no change falls between them.
+      setImmediate(() => {
+        const channels = [...this.#sessions.keys()];
+        if (channels.length === 0) return;
+        subscriber.subscribe(...channels).then(
+          () => {
+            for (const session of this.#sessions.values()) this.#refresh(session);
+          },
+          () => {
+            // Lost again: the next "ready" reads again.
+          },
+        );
+      });
+    });
+    subscriber.on("message", (channel: string) => {
+      const session = this.#sessions.get(channel);
+      if (session !== undefined) this.#refresh(session);
+    });
+    this.#subscriber = subscriber;
+    return subscriber;
+  }
+
+  #join(sessionId: string, watcher: Watcher): SessionWatch {
+    const channel = sessionKeys(sessionId).changes;
+    let session = this.#sessions.get(channel);
+    if (session === undefined) {
+      const subscribed = this.#subscriberConnection().subscribe(channel);
+      subscribed.catch(() => {
+        // Reported to the watchers by the read that waits for it.
+      });
+      session = {
+        sessionId,
+        channel,
+        watchers: new Set(),
+        subscribed,
+        refreshing: false,
+        again: false,
+      };
+      this.#sessions.set(channel, session);
+    }
+    session.watchers.add(watcher);
+    this.#refresh(session);
+    return session;
+  }
+
+  #leave(session: SessionWatch, watcher: Watcher): void {
+    session.watchers.delete(watcher);
+    if (session.watchers.size === 0) this.#drop(session);
+  }
+
+  /** Forgets a session and unsubscribes its channel, if it is still the current one. */
+  #drop(session: SessionWatch): void {
+    if (this.#sessions.get(session.channel) !== session) return;
+    this.#sessions.delete(session.channel);
+    this.#subscriber?.unsubscribe(session.channel).catch(() => {
+      // The connection is gone, and with it the subscription.
+    });
+  }
+
+  /** Reads the lists for every watcher of a session, coalescing requests that overlap. */
+  #refresh(session: SessionWatch): void {
+    if (session.refreshing) {
+      session.again = true;
+      return;
+    }
+    session.refreshing = true;
+    void this.#readLoop(session);
+  }
+
+  async #readLoop(session: SessionWatch): Promise<void> {
+    try {
+      // Subscribed before the first read, so no change falls between the two.
+      await session.subscribed;
+      do {
+        session.again = false;
+        // O(offers) through the projection, however long the session's history.
+        const snapshot = await this.#store.snapshot(session.sessionId);
+        for (const watcher of session.watchers) watcher.offer(snapshot);
+      } while (session.again && session.watchers.size > 0);
+    } catch (err) {
+      const error = dependencyError(err, "the suggestion store");
+      this.#drop(session);
+      for (const watcher of session.watchers) watcher.fail(error);
+    } finally {
+      session.refreshing = false;
+    }
+  }
+}

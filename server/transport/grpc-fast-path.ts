@@ -1,0 +1,214 @@
+import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
+import { constants } from "node:http2";
+import type { DescMethod } from "@bufbuild/protobuf";
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
+import type { ServedService } from "../routes.js";
+import { frameOf, headerValue, parseFrame, statusOf, toConnectError } from "./grpc-wire.js";
+import { lazyContext } from "./lazy-handler-context.js";
+
+/** How the fast path runs. */
+export interface GrpcFastPathOptions {
+  /** The largest request message accepted, in bytes (as connect-node's `readMaxBytes`). */
+  readonly readMaxBytes: number;
+  /** The longest deadline a caller may ask for, in ms. */
+  readonly maxTimeoutMs: number;
+  /** Aborted when the server shuts down. */
+  readonly shutdownSignal: AbortSignal;
+}
+
+/** Answers a stream when it is a call the fast path takes; false hands it on. */
+export type StreamHandler = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => boolean;
+
+type UnaryFn = (request: unknown, context: HandlerContext) => Promise<unknown>;
+type StreamFn = (request: unknown, context: HandlerContext) => AsyncIterable<unknown>;
+
+type Route = {
+  readonly service: ServedService["service"];
+  readonly method: DescMethod;
+} & (
+  | { readonly kind: "unary"; readonly fn: UnaryFn }
+  | { readonly kind: "server_streaming"; readonly fn: StreamFn }
+);
+
+const RESPONSE_HEADERS = {
+  ":status": 200,
+  "content-type": "application/grpc",
+  "grpc-accept-encoding": "identity",
+};
+
+/**
+ * Unary calls in binary gRPC, answered straight on the HTTP/2 stream with the same
+ * wrapped implementations connect-node serves (so auth, checks, deadlines, logs and
+ * metrics are the same), without connect-node's per-call machinery: perf-notes.md puts
+ * connect-node at about 390 µs of CPU per call here and a raw HTTP/2 handler near 50.
+ * It takes only what it fully handles: POST, `application/grpc` or `+proto`, no
+ * compression, a unary or server-streaming method. Everything else (Connect, gRPC-Web,
+ * JSON, client and bidi streams, compressed calls) is handed to connect-node. Pinned by test/e2e/interop.test.ts
+ * and every gRPC interop test, which run through it.
+ */
+export function createGrpcFastPath(
+  services: readonly ServedService[],
+  options: GrpcFastPathOptions,
+): StreamHandler {
+  const routes = new Map<string, Route>();
+  for (const { service, impl } of services) {
+    for (const method of service.methods) {
+      const fn = (impl as unknown as Record<string, UnaryFn | StreamFn | undefined>)[
+        method.localName
+      ];
+      if (fn === undefined) continue;
+      const path = `/${service.typeName}/${method.name}`;
+      if (method.methodKind === "unary") {
+        routes.set(path, { service, method, kind: "unary", fn: fn.bind(impl) as UnaryFn });
+      } else if (method.methodKind === "server_streaming") {
+        routes.set(path, {
+          service,
+          method,
+          kind: "server_streaming",
+          fn: fn.bind(impl) as StreamFn,
+        });
+      }
+    }
+  }
+  return (stream, headers) => {
+    if (headers[":method"] !== "POST") return false;
+    const type = headers["content-type"];
+    if (type !== "application/grpc" && type !== "application/grpc+proto") return false;
+    const encoding = headers["grpc-encoding"];
+    if (encoding !== undefined && encoding !== "identity") return false;
+    const route = routes.get(headers[":path"] ?? "");
+    if (route === undefined) return false;
+    serve(stream, headers, route, options);
+    return true;
+  };
+}
+
+function serve(
+  stream: ServerHttp2Stream,
+  headers: IncomingHttpHeaders,
+  route: Route,
+  options: GrpcFastPathOptions,
+): void {
+  const limit = options.readMaxBytes + 5;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let answered = false;
+  const fail = (error: ConnectError) => {
+    if (answered) return;
+    answered = true;
+    respondError(stream, error);
+  };
+  stream.on("error", () => {
+    // A client that resets its stream: nothing to answer.
+  });
+  stream.on("data", (chunk: Buffer) => {
+    size += chunk.length;
+    if (size > limit) {
+      fail(
+        new ConnectError(
+          `message size ${size - 5} is larger than configured readMaxBytes ${options.readMaxBytes}`,
+          Code.ResourceExhausted,
+        ),
+      );
+      stream.close(constants.NGHTTP2_NO_ERROR);
+      return;
+    }
+    chunks.push(chunk);
+  });
+  stream.on("end", () => {
+    if (answered) return;
+    const body = Buffer.concat(chunks, size);
+    if (route.kind === "server_streaming") {
+      answered = true;
+      void serveStream(stream, headers, route, options, body);
+      return;
+    }
+    void call(stream, headers, route, options, body).then(
+      (frame) => {
+        if (answered || stream.destroyed) return;
+        answered = true;
+        stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
+        stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+        stream.end(frame);
+      },
+      (err: unknown) => fail(toConnectError(err)),
+    );
+  });
+}
+
+/**
+ * A server-streaming call: each message as it comes, then the status in trailers. The
+ * client leaving closes the stream, which aborts the context's signal and so ends the
+ * handler (WatchSuggestions); a slow client holds the handler back through `drain`.
+ */
+async function serveStream(
+  stream: ServerHttp2Stream,
+  headers: IncomingHttpHeaders,
+  route: Route & { readonly kind: "server_streaming" },
+  options: GrpcFastPathOptions,
+  body: Buffer,
+): Promise<void> {
+  let started = false;
+  const finish = (status: Record<string, string>) => {
+    if (stream.destroyed || stream.closed) return;
+    if (!started) {
+      stream.respond({ ...RESPONSE_HEADERS, ...status }, { endStream: true });
+      return;
+    }
+    stream.once("wantTrailers", () => stream.sendTrailers(status));
+    stream.end();
+  };
+  try {
+    const input = parseFrame(route.method.input, body);
+    const timeout = parseTimeout(headerValue(headers["grpc-timeout"]), options.maxTimeoutMs);
+    if (timeout.error !== undefined) throw timeout.error;
+    const context = lazyContext(stream, headers, route, options, timeout.timeoutMs);
+    for await (const message of route.fn(input, context)) {
+      if (stream.destroyed || stream.closed) break;
+      if (!started) {
+        started = true;
+        stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
+      }
+      if (!stream.write(frameOf(route.method.output, message))) await drained(stream);
+    }
+    finish({ "grpc-status": "0" });
+  } catch (err) {
+    finish(statusOf(toConnectError(err)));
+  }
+}
+
+/** Resolves when the stream can take more, or is gone. */
+function drained(stream: ServerHttp2Stream): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      stream.off("drain", done);
+      stream.off("close", done);
+      resolve();
+    };
+    stream.on("drain", done);
+    stream.on("close", done);
+  });
+}
+
+/** Runs one call: the request's frame in, the response's frame out. */
+async function call(
+  stream: ServerHttp2Stream,
+  headers: IncomingHttpHeaders,
+  route: Route,
+  options: GrpcFastPathOptions,
+  body: Buffer,
+): Promise<Buffer> {
+  const input = parseFrame(route.method.input, body);
+  const timeout = parseTimeout(headerValue(headers["grpc-timeout"]), options.maxTimeoutMs);
+  if (timeout.error !== undefined) throw timeout.error;
+  const context = lazyContext(stream, headers, route, options, timeout.timeoutMs);
+  const result = await (route.fn as UnaryFn)(input, context);
+  return frameOf(route.method.output, result);
+}
+
+/** A trailers-only response carrying the status, its message and its details. */
+function respondError(stream: ServerHttp2Stream, error: ConnectError): void {
+  if (stream.destroyed || stream.headersSent) return;
+  stream.respond({ ...RESPONSE_HEADERS, ...statusOf(error) }, { endStream: true });
+}

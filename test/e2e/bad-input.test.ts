@@ -1,0 +1,231 @@
+import http2 from "node:http2";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { AgentRole, RefusalReason } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import type { RedisClient } from "../../server/redis/redis-client.js";
+import type { SuggestServer } from "../../server/server.js";
+import {
+  type Clients,
+  grpcClients,
+  ownRedis,
+  putSession,
+  redisClient,
+  startTestServer,
+  uniqueId,
+} from "../support/harness.js";
+import { expectRefusal, offer, refusalOf } from "../support/suggest.js";
+
+// A Redis of this file's own, so that "nothing recorded" is an exact count of keys.
+let redisServer: Awaited<ReturnType<typeof ownRedis>>;
+let server: SuggestServer;
+let clients: Clients;
+let redis: RedisClient;
+let sessionId: string;
+
+beforeAll(async () => {
+  redisServer = await ownRedis();
+  server = await startTestServer(redisServer.url);
+  clients = grpcClients(server.url);
+  redis = redisClient(redisServer.url);
+  sessionId = uniqueId();
+  await putSession(clients, { sessionId });
+});
+afterAll(async () => {
+  redis.disconnect();
+  await server.close();
+  await redisServer.stop();
+  redisServer.remove();
+});
+
+/** Runs a bad call; expects its code and message, no new key, and a server that still serves. */
+async function expectClean(call: () => Promise<unknown>, code: Code, message: string | RegExp) {
+  const before = await redis.dbsize();
+  const err = await call().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ConnectError);
+  expect(Code[(err as ConnectError).code]).toBe(Code[code]);
+  if (typeof message === "string") expect((err as ConnectError).rawMessage).toBe(message);
+  else expect((err as ConnectError).rawMessage).toMatch(message);
+  expect(await redis.dbsize()).toBe(before);
+  const ok = await offer(clients, { sessionId: await freshSession() });
+  expect(ok.result).toMatch(/^Suggested "/);
+}
+
+async function freshSession(): Promise<string> {
+  const id = uniqueId();
+  await putSession(clients, { sessionId: id });
+  return id;
+}
+
+const ID_RULE = "1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'";
+
+describe("malformed requests answer INVALID_ARGUMENT and record nothing", () => {
+  test.each([
+    ["white space", "bad id"],
+    ["a hash tag", "a{b}c"],
+    ["a glob", "*"],
+    ["too long", "x".repeat(129)],
+    ["non-ASCII", "séance"],
+    ["a newline", "a\nb"],
+  ])("a session id with %s", async (_, id) => {
+    await expectClean(
+      () => offer(clients, { sessionId: id }),
+      Code.InvalidArgument,
+      `context.session_id must be ${ID_RULE}`,
+    );
+  });
+
+  test("a malformed id comes before every rule, even the helper refusal", async () => {
+    await expectClean(
+      () => offer(clients, { sessionId: "no good", role: AgentRole.HELPER, turnId: "" }),
+      Code.InvalidArgument,
+      `context.session_id must be ${ID_RULE}`,
+    );
+  });
+
+  test.each([
+    ["unspecified", AgentRole.UNSPECIFIED],
+    ["unknown", 99 as AgentRole],
+  ])("an %s role", async (_, role) => {
+    await expectClean(
+      () => offer(clients, { sessionId, role }),
+      Code.InvalidArgument,
+      "context.role must be AGENT_ROLE_TOP_LEVEL, AGENT_ROLE_HELPER or AGENT_ROLE_FORKED_HELPER",
+    );
+  });
+
+  test("a missing context", async () => {
+    await expectClean(
+      () => clients.suggestions.suggestTask({ args: { title: "a", tldr: "b", brief: "c" } }),
+      Code.InvalidArgument,
+      "context is required",
+    );
+  });
+
+  test("malformed turn and tool call ids", async () => {
+    await expectClean(
+      () => offer(clients, { sessionId, turnId: "turn 1" }),
+      Code.InvalidArgument,
+      /^context\.turn_id must be/,
+    );
+    await expectClean(
+      () => offer(clients, { sessionId, toolCallId: "c".repeat(257) }),
+      Code.InvalidArgument,
+      /^context\.tool_call_id must be/,
+    );
+  });
+
+  test("missing arguments get the reference's refusal", async () => {
+    const id = await freshSession();
+    expectRefusal(
+      await refusalOf(
+        clients.suggestions.suggestTask({
+          context: { sessionId: id, turnId: "t", role: AgentRole.TOP_LEVEL },
+        }),
+      ),
+      {
+        message: "suggest_task: title must not be empty",
+        code: Code.InvalidArgument,
+        reason: RefusalReason.FIELD_EMPTY,
+        field: "title",
+        limit: 60,
+      },
+    );
+  });
+});
+
+/** Sends one raw gRPC frame over HTTP/2 and answers the status and message. */
+async function rawGrpc(path: string, message: Buffer): Promise<{ status: string; text: string }> {
+  const frame = Buffer.alloc(5 + message.length);
+  frame.writeUInt32BE(message.length, 1);
+  message.copy(frame, 5);
+  const session = http2.connect(server.url);
+  try {
+    return await new Promise((resolve, reject) => {
+      const stream = session.request({
+        ":method": "POST",
+        ":path": path,
+        "content-type": "application/grpc",
+        te: "trailers",
+      });
+      let headers: http2.IncomingHttpHeaders = {};
+      stream.on("response", (h) => {
+        headers = h;
+      });
+      stream.on("trailers", (t) => {
+        headers = { ...headers, ...t };
+      });
+      stream.on("data", () => {});
+      stream.on("end", () =>
+        resolve({
+          status: String(headers["grpc-status"]),
+          text: decodeURIComponent(String(headers["grpc-message"] ?? "")),
+        }),
+      );
+      stream.on("error", reject);
+      stream.end(frame);
+    });
+  } finally {
+    session.close();
+  }
+}
+
+describe("text that is not valid UTF-8", () => {
+  test("over gRPC: INVALID_ARGUMENT, nothing recorded", async () => {
+    const before = await redis.dbsize();
+    // SuggestTaskRequest { context: { session_id, turn_id, role: TOP_LEVEL }, args: { title: 0xff 0xfe } }
+    const text = (tag: number, bytes: Buffer) =>
+      Buffer.concat([Buffer.from([tag, bytes.length]), bytes]);
+    const context = Buffer.concat([
+      text(0x0a, Buffer.from(sessionId)),
+      text(0x12, Buffer.from("t-utf8")),
+      Buffer.from([0x18, 0x01]),
+    ]);
+    const args = Buffer.concat([
+      text(0x0a, Buffer.from([0x66, 0xff, 0xfe])),
+      text(0x12, Buffer.from("b")),
+      text(0x1a, Buffer.from("c")),
+    ]);
+    const request = Buffer.concat([text(0x0a, context), text(0x12, args)]);
+    const answer = await rawGrpc("/oda.suggest.v1.SuggestionService/SuggestTask", request);
+    expect(answer).toEqual({
+      status: String(Code.InvalidArgument),
+      text: "args.title is not valid UTF-8",
+    });
+    expect(await redis.dbsize()).toBe(before);
+  });
+
+  test("over Connect JSON, a lone surrogate escape: INVALID_ARGUMENT", async () => {
+    const res = await fetch(`${server.url}/oda.suggest.v1.SuggestionService/SuggestTask`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: `{"context":{"sessionId":"${sessionId}","turnId":"t-json","role":"AGENT_ROLE_TOP_LEVEL"},"args":{"title":"a\\ud800","tldr":"b","brief":"c"}}`,
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({
+      code: "invalid_argument",
+      message:
+        "cannot decode field oda.suggest.v1.SuggestTaskArgs.title from JSON: expected string: invalid UTF8",
+    });
+  });
+});
+
+describe("oversized requests", () => {
+  test("a brief over its limit gets the reference's refusal", async () => {
+    const id = await freshSession();
+    expect(
+      (await refusalOf(offer(clients, { sessionId: id, brief: "x".repeat(5000) }))).message,
+    ).toBe("suggest_task: brief must be at most 4000 characters (got 5000)");
+  });
+
+  test("a request over the size bound is refused before it is parsed", async () => {
+    // gRPC's code for a message over the receiver's limit is RESOURCE_EXHAUSTED.
+    await expectClean(
+      () => offer(clients, { sessionId, brief: "x".repeat(300 * 1024) }),
+      Code.ResourceExhausted,
+      /larger than configured readMaxBytes 262144/,
+    );
+  });
+});

@@ -1,0 +1,181 @@
+import { execFile } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import { promisify } from "node:util";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
+import { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import type { SuggestServer } from "../../server/server.js";
+import {
+  type Clients,
+  grpcClients,
+  ownRedis,
+  putSession,
+  sharedRedisUrl,
+  startTestServer,
+  tempDir,
+  uniqueId,
+} from "../support/harness.js";
+import { offer } from "../support/suggest.js";
+
+const run = promisify(execFile);
+
+describe("one JSON log line per call, and Prometheus metrics", () => {
+  const lines: Record<string, unknown>[] = [];
+  let server: SuggestServer;
+  let clients: Clients;
+  beforeAll(async () => {
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString().split("\n")) if (line) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    server = await startTestServer(sharedRedisUrl(), { logger: pino({ level: "info" }, sink) });
+    clients = grpcClients(server.url);
+  });
+  afterAll(() => server.close());
+
+  test("method, code, duration and session id; never the brief's text", async () => {
+    const sessionId = uniqueId();
+    await putSession(clients, { sessionId });
+    const secret = "TOP-SECRET-BRIEF-TEXT";
+    await offer(clients, { sessionId, turnId: "t1", brief: secret, title: "Visible title?" });
+    await offer(clients, { sessionId, turnId: "t1" }).catch(() => undefined);
+    const calls = lines.filter((l) => l.sessionId === sessionId);
+    expect(calls.map((l) => [l.method, l.code])).toEqual([
+      ["/oda.suggest.v1.LocalHostService/PutSession", "ok"],
+      ["/oda.suggest.v1.SuggestionService/SuggestTask", "ok"],
+      ["/oda.suggest.v1.SuggestionService/SuggestTask", "resource_exhausted"],
+    ]);
+    for (const line of calls) {
+      expect(line.msg).toBe("call");
+      expect(typeof line.durationMs).toBe("number");
+    }
+    expect(calls[2]?.refusal).toBe("TURN_LIMIT");
+    const all = JSON.stringify(lines);
+    expect(all).not.toContain(secret);
+    expect(all).not.toContain("Visible title?");
+  });
+
+  test("GET /metrics counts calls by method and code, refusals by reason, latency", async () => {
+    const sessionId = uniqueId();
+    await putSession(clients, { sessionId });
+    await offer(clients, { sessionId, turnId: "t" });
+    await offer(clients, { sessionId, turnId: "t" }).catch(() => undefined);
+    const res = await fetch(`${server.url}/metrics`);
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text).toMatch(
+      /suggest_calls_total\{method="\/oda.suggest.v1.SuggestionService\/SuggestTask",code="ok"\} [1-9]/,
+    );
+    expect(text).toMatch(/suggest_refusals_total\{reason="TURN_LIMIT"\} [1-9]/);
+    expect(text).toContain("suggest_call_duration_seconds_bucket");
+    expect(text).toMatch(/suggest_starts_in_flight 0/);
+    expect(text).toContain("suggest_redis_errors_total");
+  });
+});
+
+describe("grpc.health.v1 reports SERVING only while Redis answers", () => {
+  test("Check and Watch follow Redis down and up", async () => {
+    const redis = await ownRedis();
+    const server = await startTestServer(redis.url);
+    const health = createClient(Health, createGrpcTransport({ baseUrl: server.url }));
+    try {
+      expect((await health.check({})).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
+      expect((await health.check({ service: "oda.suggest.v1.SuggestionService" })).status).toBe(
+        HealthCheckResponse_ServingStatus.SERVING,
+      );
+      const unknown = await health.check({ service: "no.Such" }).catch((e: unknown) => e);
+      expect(ConnectError.from(unknown).code).toBe(Code.NotFound);
+
+      const abort = new AbortController();
+      const seen: HealthCheckResponse_ServingStatus[] = [];
+      const watching = (async () => {
+        try {
+          for await (const r of health.watch({}, { signal: abort.signal })) seen.push(r.status);
+        } catch {}
+      })();
+      await expect.poll(() => seen).toEqual([HealthCheckResponse_ServingStatus.SERVING]);
+      await redis.kill();
+      expect((await health.check({})).status).toBe(HealthCheckResponse_ServingStatus.NOT_SERVING);
+      await expect.poll(() => seen.at(-1)).toBe(HealthCheckResponse_ServingStatus.NOT_SERVING);
+      const { startRedisServer } = await import("../../server/redis/redis-server-process.js");
+      const again = await startRedisServer({ dir: redis.dir, port: redis.port });
+      await expect
+        .poll(() => seen.at(-1), { timeout: 10_000 })
+        .toBe(HealthCheckResponse_ServingStatus.SERVING);
+      expect((await health.check({})).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
+      abort.abort();
+      await watching;
+      await server.close();
+      await again.stop();
+    } finally {
+      redis.remove();
+    }
+  });
+});
+
+const hasOpenssl = existsSync("/usr/bin/openssl");
+
+test.skipIf(!hasOpenssl)(
+  "with TLS_CERT_FILE and TLS_KEY_FILE it serves gRPC over TLS",
+  async () => {
+    const dir = tempDir("tls");
+    try {
+      const cert = join(dir.dir, "cert.pem");
+      const key = join(dir.dir, "key.pem");
+      await run("openssl", [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=localhost",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1",
+        "-keyout",
+        key,
+        "-out",
+        cert,
+      ]);
+      const server = await startTestServer(sharedRedisUrl(), {
+        tlsCertFile: cert,
+        tlsKeyFile: key,
+      });
+      try {
+        expect(server.url).toMatch(/^https:\/\//);
+        const transport = createGrpcTransport({
+          baseUrl: server.url,
+          nodeOptions: { ca: readFileSync(cert) },
+        });
+        const res = await createClient(SuggestionService, transport).listSuggestions({
+          sessionId: uniqueId(),
+        });
+        expect(res.open).toEqual([]);
+        const viaCurl = await run("curl", [
+          "--silent",
+          "--cacert",
+          cert,
+          "-H",
+          "content-type: application/json",
+          "-d",
+          "{}",
+          `${server.url}/grpc.health.v1.Health/Check`,
+        ]);
+        expect(JSON.parse(viaCurl.stdout)).toEqual({ status: "SERVING" });
+      } finally {
+        await server.close();
+      }
+    } finally {
+      dir.remove();
+    }
+  },
+);

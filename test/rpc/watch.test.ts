@@ -1,0 +1,211 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { expect, test } from "vitest";
+import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import type { WatchSuggestionsResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import type { SuggestionLists } from "../../server/domain/fold.js";
+import type { RedisClient } from "../../server/redis/redis-client.js";
+import { createRedisClient, subscriberConnection } from "../../server/redis/redis-client.js";
+import { sessionKeys } from "../../server/store/keys.js";
+import { SuggestionStore } from "../../server/store/suggestion-store.js";
+import { WatchHub } from "../../server/store/watch-hub.js";
+import {
+  type Clients,
+  channelSubscribers,
+  grpcClients,
+  putSession,
+  sharedRedisUrl,
+  startTestServer,
+  uniqueId,
+  useTestServer,
+} from "../support/harness.js";
+import { appendRaw, ids, offerOne, watch } from "../support/lists.js";
+
+let clients: Clients;
+let redis: RedisClient;
+useTestServer((env) => ({ clients, redis } = env));
+
+const req = (sessionId: string, suggestionId: string) => ({ sessionId, suggestionId });
+const openIds = (m: WatchSuggestionsResponse) => ids(m.open).join(",");
+const settledIds = (m: WatchSuggestionsResponse) => ids(m.settled).join(",");
+
+/** Subscribers of a session's channel on Redis: the hub holds one per watched session. */
+async function subscribers(sessionId: string): Promise<number> {
+  return channelSubscribers(redis, sessionKeys(sessionId).changes);
+}
+
+async function eventually(check: () => Promise<boolean>, ms = 3_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+test("the lists at once, then the new lists after every change", async () => {
+  const sessionId = uniqueId();
+  await putSession(clients, { sessionId });
+  const a = (await offerOne(clients, sessionId, "A")).id;
+  const w = watch(clients, sessionId);
+  const first = await w.waitFor(() => true);
+  expect(first).toEqual({
+    ...(await clients.suggestions.listSuggestions({ sessionId })),
+    $typeName: first.$typeName,
+  });
+  expect(openIds(first)).toBe(a);
+
+  const b = (await offerOne(clients, sessionId, "B")).id;
+  await w.waitFor((m) => openIds(m) === `${b},${a}`);
+  await clients.suggestions.dismissSuggestion(req(sessionId, a));
+  const dismissed = await w.waitFor((m) => settledIds(m) === a);
+  expect(dismissed.settled[0]?.state).toBe(SuggestionState.DISMISSED);
+  expect(openIds(dismissed)).toBe(b);
+  const beforeRestore = w.messages.length;
+  await clients.suggestions.restoreSuggestion(req(sessionId, a));
+  const restored = await w.waitFor((m) => openIds(m) === `${b},${a}`, beforeRestore);
+  expect(restored.settled).toEqual([]);
+  await clients.suggestions.draftSuggestion(req(sessionId, b));
+  const drafted = await w.waitFor((m) => m.settled[0]?.state === SuggestionState.DRAFTED);
+  expect(drafted).toEqual({
+    ...(await clients.suggestions.listSuggestions({ sessionId })),
+    $typeName: drafted.$typeName,
+  });
+  w.cancel();
+  await w.ended;
+});
+
+test("a session that never offered anything is watched from empty lists", async () => {
+  const sessionId = uniqueId();
+  await putSession(clients, { sessionId });
+  const w = watch(clients, sessionId);
+  const first = await w.waitFor(() => true);
+  expect(first.open).toEqual([]);
+  expect(first.settled).toEqual([]);
+  const a = (await offerOne(clients, sessionId, "A")).id;
+  await w.waitFor((m) => openIds(m) === a);
+  w.cancel();
+  await w.ended;
+});
+
+test("a settlement that records nothing sends nothing; a burst ends on the final lists", async () => {
+  const sessionId = uniqueId();
+  await putSession(clients, { sessionId });
+  const [a, b] = [(await offerOne(clients, sessionId)).id, (await offerOne(clients, sessionId)).id];
+  await clients.suggestions.dismissSuggestion(req(sessionId, a));
+  const w = watch(clients, sessionId);
+  await w.waitFor((m) => settledIds(m) === a);
+  const seen = w.messages.length;
+  await clients.suggestions.dismissSuggestion(req(sessionId, a)); // already dismissed
+  await clients.suggestions.restoreSuggestion(req(sessionId, b)); // already open
+  await clients.suggestions.draftSuggestion(req(sessionId, b));
+  const next = await w.waitFor(() => true, seen);
+  expect(settledIds(next)).toBe(`${a},${b}`);
+  expect(w.messages.length).toBe(seen + 1);
+
+  const burst: Promise<unknown>[] = [];
+  for (let i = 0; i < 10; i++) {
+    burst.push(clients.suggestions.restoreSuggestion(req(sessionId, a)));
+    burst.push(clients.suggestions.dismissSuggestion(req(sessionId, a)));
+  }
+  await Promise.allSettled(burst);
+  const final = await clients.suggestions.listSuggestions({ sessionId });
+  await w.waitFor(
+    (m) =>
+      openIds(m) === ids(final.open).join(",") && settledIds(m) === ids(final.settled).join(","),
+    seen + 1,
+  );
+  await new Promise((r) => setTimeout(r, 100));
+  const last = w.messages.at(-1);
+  expect(last?.open).toEqual(final.open);
+  expect(last?.settled).toEqual(final.settled);
+  w.cancel();
+  await w.ended;
+});
+
+test("a client that leaves ends its watch; the channel is left when the last one goes", async () => {
+  const sessionId = uniqueId();
+  await putSession(clients, { sessionId });
+  const one = watch(clients, sessionId);
+  const two = watch(clients, sessionId);
+  await Promise.all([one.waitFor(() => true), two.waitFor(() => true)]);
+  expect(await subscribers(sessionId)).toBe(1);
+
+  one.cancel();
+  const err = await one.ended;
+  expect(err instanceof ConnectError && err.code).toBe(Code.Canceled);
+  const a = (await offerOne(clients, sessionId)).id;
+  await two.waitFor((m) => openIds(m) === a);
+  expect(await subscribers(sessionId)).toBe(1);
+
+  two.cancel();
+  await two.ended;
+  await eventually(async () => (await subscribers(sessionId)) === 0);
+});
+
+test("shutdown ends every watch cleanly and promptly", async () => {
+  const own = await startTestServer();
+  const ownClients = grpcClients(own.url);
+  const sessionId = uniqueId();
+  await putSession(ownClients, { sessionId });
+  const watchers = [watch(ownClients, sessionId), watch(ownClients, uniqueId())];
+  await Promise.all(watchers.map((w) => w.waitFor(() => true)));
+  const started = Date.now();
+  await own.close();
+  expect(Date.now() - started).toBeLessThan(1_500);
+  for (const w of watchers) expect(await w.ended).toBeUndefined();
+  expect(await subscribers(sessionId)).toBe(0);
+});
+
+test("the hub reads a session's lists once for all its watchers and coalesces a burst", async () => {
+  class CountingStore extends SuggestionStore {
+    reads = 0;
+    override snapshot(sessionId: string) {
+      this.reads++;
+      return super.snapshot(sessionId);
+    }
+  }
+  const client = createRedisClient(sharedRedisUrl());
+  const store = new CountingStore(client);
+  const hub = new WatchHub(store, () => subscriberConnection(client));
+  const sessionId = uniqueId();
+  const offerIds: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const id = `offer-${i}`;
+    await appendRaw(redis, sessionId, {
+      type: "offered",
+      id,
+      turn: id,
+      title: id,
+      tldr: "t",
+      brief: "b",
+    });
+    offerIds.push(id);
+  }
+  const abort = new AbortController();
+  const latest: SuggestionLists[] = [];
+  const done = Array.from({ length: 100 }, async (_, i) => {
+    for await (const lists of hub.watch(sessionId, abort.signal)) latest[i] = lists;
+  });
+  await eventually(async () => latest.filter(Boolean).length === 100);
+  expect(store.reads).toBeLessThanOrEqual(2);
+  expect(hub.watchedSessions).toBe(1);
+
+  const readsBefore = store.reads;
+  await Promise.all(
+    offerIds.flatMap((id) => [
+      store.settle(sessionId, id, "dismissed"),
+      store.settle(sessionId, id, "restored"),
+    ]),
+  );
+  await Promise.all(offerIds.map((id) => store.settle(sessionId, id, "drafted")));
+  await eventually(async () => latest.every((l) => l.settled.length === 3));
+  // 6 to 9 changes were published; far fewer reads served all 100 watchers.
+  expect(store.reads - readsBefore).toBeLessThanOrEqual(4);
+  const final = await store.lists(sessionId);
+  for (const lists of latest) expect(lists.settled).toEqual(final.settled);
+
+  abort.abort();
+  await Promise.all(done);
+  expect(hub.watchedSessions).toBe(0);
+  await hub.close();
+  client.disconnect();
+});

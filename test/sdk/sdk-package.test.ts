@@ -1,0 +1,201 @@
+import { execFile } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { SuggestServer } from "../../server/server.js";
+import { startTestServer, tempDir, uniqueId } from "../support/harness.js";
+
+const run = promisify(execFile);
+const ROOT = resolve(import.meta.dirname, "../..");
+const TSC = join(ROOT, "node_modules/.bin/tsc");
+
+/** A consumer's program: only the package's public entry, strict TypeScript. */
+const CONSUMER = `
+import {
+  AgentRole,
+  anthropicTool,
+  callSuggestTaskTool,
+  createLocalHostClient,
+  createSuggestionClient,
+  isSuggestionNotFoundError,
+  isSuggestionNotOpenError,
+  isSuggestTaskRefusalError,
+  SuggestionState,
+  suggestTaskTool,
+  type Suggestion,
+} from "@oda/suggest-task";
+
+const baseUrl = process.env.BASE_URL ?? "";
+const sessionId = process.env.SESSION_ID ?? "";
+const steps: Record<string, unknown> = {};
+
+const client = createSuggestionClient({ baseUrl, protocol: "grpc", token: process.env.SDK_TOKEN });
+await createLocalHostClient({ baseUrl }).putSession({ session: { sessionId, workspaceId: "ws-pack" } });
+steps.tool = { name: anthropicTool().name, maxLength: suggestTaskTool.inputSchema.properties.title?.maxLength };
+
+const offered = await callSuggestTaskTool(
+  client,
+  JSON.stringify({ title: "Ship the SDK", tldr: "Callers need it", brief: "Publish @oda/suggest-task." }),
+  { sessionId, turnId: "turn-1", role: AgentRole.TOP_LEVEL, toolCallId: "call-1" },
+);
+steps.offered = offered.content;
+
+try {
+  await client.suggestTask({
+    context: { sessionId, turnId: "turn-1", role: AgentRole.TOP_LEVEL },
+    args: { title: "Another", tldr: "Same turn", brief: "Refused." },
+  });
+} catch (err) {
+  if (isSuggestTaskRefusalError(err)) steps.refused = { text: err.rawMessage, limit: err.payload.limit };
+}
+
+const listed = await client.listSuggestions({ sessionId });
+const open: Suggestion[] = listed.open;
+steps.listed = open.map((s) => s.title);
+const id = open[0]?.id ?? "";
+
+const started = await client.startSuggestion({ sessionId, suggestionId: id });
+steps.started = { chat: started.chatId !== "", state: started.suggestion?.state === SuggestionState.STARTED };
+
+try {
+  await client.draftSuggestion({ sessionId, suggestionId: id });
+} catch (err) {
+  if (isSuggestionNotOpenError(err)) steps.notOpen = SuggestionState[err.payload.state];
+}
+try {
+  await client.getSuggestion({ sessionId, suggestionId: "no-such-id" });
+} catch (err) {
+  if (isSuggestionNotFoundError(err)) steps.notFound = err.payload.suggestionId;
+}
+console.log(JSON.stringify(steps));
+`;
+
+/**
+ * Strict, and with the libraries' own declarations checked too (`skipLibCheck: false`), so an
+ * error in the SDK's `.d.ts` would show. `DOM` is there because @connectrpc/connect's
+ * declarations name the fetch API's `HeadersInit`, which @types/node 20 does not declare.
+ */
+const STRICT = {
+  strict: true,
+  target: "ES2022",
+  lib: ["ES2023", "DOM"],
+  types: ["node"],
+  skipLibCheck: false,
+  exactOptionalPropertyTypes: true,
+  noUncheckedIndexedAccess: true,
+};
+
+describe("the packed SDK in a fresh project", () => {
+  let server: SuggestServer;
+  let project: ReturnType<typeof tempDir>;
+  let packed: { filename: string; files: { path: string }[] };
+  beforeAll(async () => {
+    project = tempDir("sdk-consumer");
+    server = await startTestServer();
+    const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", project.dir], {
+      cwd: join(ROOT, "sdk"),
+    });
+    [packed] = JSON.parse(stdout.slice(stdout.indexOf("[")));
+    const typesNode = JSON.parse(
+      readFileSync(join(ROOT, "node_modules/@types/node/package.json"), "utf8"),
+    ).version;
+    writeFileSync(
+      join(project.dir, "package.json"),
+      JSON.stringify({ name: "consumer", private: true, type: "module" }),
+    );
+    await run(
+      "npm",
+      [
+        "install",
+        join(project.dir, packed.filename),
+        `@types/node@${typesNode}`,
+        "--prefer-offline",
+        "--no-audit",
+        "--no-fund",
+        "--ignore-scripts",
+      ],
+      { cwd: project.dir },
+    );
+    writeFileSync(join(project.dir, "main.ts"), CONSUMER);
+    writeFileSync(
+      join(project.dir, "tsconfig.nodenext.json"),
+      JSON.stringify({
+        compilerOptions: {
+          ...STRICT,
+          module: "nodenext",
+          moduleResolution: "nodenext",
+          outDir: "out",
+        },
+        files: ["main.ts"],
+      }),
+    );
+    writeFileSync(
+      join(project.dir, "tsconfig.bundler.json"),
+      JSON.stringify({
+        compilerOptions: { ...STRICT, module: "esnext", moduleResolution: "bundler", noEmit: true },
+        files: ["main.ts"],
+      }),
+    );
+  }, 240_000);
+  afterAll(async () => {
+    await server?.close();
+    project?.remove();
+  });
+
+  test("the tarball holds the built SDK and the generated code, nothing else", () => {
+    const paths = packed.files.map((f) => f.path).sort();
+    expect(paths).toContain("package.json");
+    expect(paths).toContain("dist/sdk/src/index.js");
+    expect(paths).toContain("dist/sdk/src/index.d.ts");
+    expect(paths).toContain("dist/gen/oda/suggest/v1/suggestion_service_pb.js");
+    expect(paths).toContain("dist/gen/google/rpc/error_details_pb.d.ts");
+    expect(
+      paths.filter((p) => !/^dist\/.*\.(js|d\.ts)$|^package\.json$|^README\.md$/.test(p)),
+    ).toEqual([]);
+    const manifest = JSON.parse(readFileSync(join(ROOT, "sdk/package.json"), "utf8"));
+    expect(manifest).toMatchObject({
+      name: "@oda/suggest-task",
+      type: "module",
+      sideEffects: false,
+      exports: { ".": { types: "./dist/sdk/src/index.d.ts", default: "./dist/sdk/src/index.js" } },
+    });
+  });
+
+  test.each(["nodenext", "bundler"])(
+    "a consumer type-checks under tsc --strict with moduleResolution %s",
+    async (resolution) => {
+      const result = await run(TSC, ["-p", `tsconfig.${resolution}.json`], {
+        cwd: project.dir,
+      }).catch((err: { stdout: string }) => err);
+      expect(result.stdout).toBe("");
+    },
+    120_000,
+  );
+
+  test("the consumer offers, lists and starts against a real server, catching typed errors", async () => {
+    // The nodenext check above emits out/; compile here only when it was not run.
+    if (!existsSync(join(project.dir, "out/main.js"))) {
+      await run(TSC, ["-p", "tsconfig.nodenext.json"], { cwd: project.dir });
+    }
+    const sessionId = uniqueId("sdk-pack");
+    const { stdout } = await run(process.execPath, ["out/main.js"], {
+      cwd: project.dir,
+      env: { ...process.env, BASE_URL: server.url, SESSION_ID: sessionId },
+      timeout: 30_000,
+    });
+    expect(JSON.parse(stdout)).toEqual({
+      tool: { name: "suggest_task", maxLength: 60 },
+      offered:
+        'Suggested "Ship the SDK". The user decides whether to start it; do not start it yourself.',
+      refused: {
+        text: "suggest_task: one suggestion per turn; this turn already offered one",
+        limit: 1,
+      },
+      listed: ["Ship the SDK"],
+      started: { chat: true, state: true },
+      notOpen: "STARTED",
+      notFound: "no-such-id",
+    });
+  }, 120_000);
+});
