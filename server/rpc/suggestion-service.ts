@@ -1,4 +1,4 @@
-import type { ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { ChatHost } from "../host/chat-host.js";
 import type { StartLocks } from "../store/start-locks.js";
@@ -38,5 +38,17 @@ export function createSuggestionService(
     dismissSuggestion: (request) => dismissSuggestion(deps, request),
     restoreSuggestion: (request) => restoreSuggestion(deps, request),
     watchSuggestions: (request, context) => watchSuggestions(deps, request, context),
+    withdrawSuggestion: () => notYet("WithdrawSuggestion"),
+    listSettlements: () => notYet("ListSettlements"),
+    listWorkspaceSuggestions: () => notYet("ListWorkspaceSuggestions"),
+    // biome-ignore lint/correctness/useYield: it fails before its first message
+    watchWorkspaceSuggestions: async function* () {
+      notYet("WatchWorkspaceSuggestions");
+    },
   };
+}
+
+/** The contract's RPCs that this build does not serve yet. */
+function notYet(rpc: string): never {
+  throw new ConnectError(`${rpc} is not served yet`, Code.Unimplemented);
 }

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file oda/suggest/v1/suggestion.proto.
  */
 export const file_oda_suggest_v1_suggestion: GenFile = /*@__PURE__*/
-  fileDesc("Ch9vZGEvc3VnZ2VzdC92MS9zdWdnZXN0aW9uLnByb3RvEg5vZGEuc3VnZ2VzdC52MSLwAgoPU3VnZ2VzdFRhc2tBcmdzEj8KBXRpdGxlGAEgASgJQjDK8xgsCihJbXBlcmF0aXZlIHRpdGxlLCBhdCBtb3N0IDYwIGNoYXJhY3RlcnMuEDwSRQoEdGxkchgCIAEoCUI3yvMYMwouV2h5IGl0IGlzIHdvcnRoIGRvaW5nLCBhdCBtb3N0IDI0MCBjaGFyYWN0ZXJzLhDwARJeCgVicmllZhgDIAEoCUJPyvMYSwpGU2VsZi1jb250YWluZWQgaW5zdHJ1Y3Rpb25zIGZvciB0aGUgbmV3IGNoYXQsIGF0IG1vc3QgNDAwMCBjaGFyYWN0ZXJzLhCgHzp10vMYcQoMc3VnZ2VzdF90YXNrEmFPZmZlciBvbmUgb3V0LW9mLXNjb3BlIGZvbGxvdy11cCB0aGUgdXNlciBjYW4gc3RhcnQgaW4gYSBuZXcgY2hhdDsgbmV2ZXIgZm9yIHdvcmsgeW91IGNhbiBkbyBub3cuInUKD1Rvb2xDYWxsQ29udGV4dBISCgpzZXNzaW9uX2lkGAEgASgJEg8KB3R1cm5faWQYAiABKAkSJwoEcm9sZRgDIAEoDjIZLm9kYS5zdWdnZXN0LnYxLkFnZW50Um9sZRIUCgx0b29sX2NhbGxfaWQYBCABKAkiigIKClN1Z2dlc3Rpb24SCgoCaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIPCgd0dXJuX2lkGAMgASgJEg0KBXRpdGxlGAQgASgJEgwKBHRsZHIYBSABKAkSDQoFYnJpZWYYBiABKAkSLgoFc3RhdGUYByABKA4yHy5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uU3RhdGUSDwoHY2hhdF9pZBgIIAEoCRIuCgpvZmZlcmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpzZXR0bGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJuChJTdWdnZXN0VGFza1JlZnVzYWwSLQoGcmVhc29uGAEgASgOMh0ub2RhLnN1Z2dlc3QudjEuUmVmdXNhbFJlYXNvbhINCgVmaWVsZBgCIAEoCRINCgVsaW1pdBgDIAEoDRILCgNnb3QYBCABKA0ipwQKD1N1Z2dlc3Rpb25FcnJvchIMCgRjb2RlGAEgASgJEj0KCW5vdF9mb3VuZBgCIAEoCzIoLm9kYS5zdWdnZXN0LnYxLlN1Z2dlc3Rpb25FcnJvci5Ob3RGb3VuZEgAEjsKCG5vdF9vcGVuGAMgASgLMicub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvbkVycm9yLk5vdE9wZW5IABI/CgpvcGVuX2xpbWl0GAQgASgLMikub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvbkVycm9yLk9wZW5MaW1pdEgAEk0KEXdvcmtzcGFjZV9taXNzaW5nGAUgASgLMjAub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvbkVycm9yLldvcmtzcGFjZU1pc3NpbmdIABohCghOb3RGb3VuZBIVCg1zdWdnZXN0aW9uX2lkGAEgASgJGlAKB05vdE9wZW4SFQoNc3VnZ2VzdGlvbl9pZBgBIAEoCRIuCgVzdGF0ZRgCIAEoDjIfLm9kYS5zdWdnZXN0LnYxLlN1Z2dlc3Rpb25TdGF0ZRoaCglPcGVuTGltaXQSDQoFbGltaXQYASABKA0aXgoQV29ya3NwYWNlTWlzc2luZxISCgpzZXNzaW9uX2lkGAEgASgJEjYKBnJlYXNvbhgCIAEoDjImLm9kYS5zdWdnZXN0LnYxLldvcmtzcGFjZU1pc3NpbmdSZWFzb25CCQoHcGF5bG9hZCp2CglBZ2VudFJvbGUSGgoWQUdFTlRfUk9MRV9VTlNQRUNJRklFRBAAEhgKFEFHRU5UX1JPTEVfVE9QX0xFVkVMEAESFQoRQUdFTlRfUk9MRV9IRUxQRVIQAhIcChhBR0VOVF9ST0xFX0ZPUktFRF9IRUxQRVIQAyqqAQoPU3VnZ2VzdGlvblN0YXRlEiAKHFNVR0dFU1RJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIZChVTVUdHRVNUSU9OX1NUQVRFX09QRU4QARIcChhTVUdHRVNUSU9OX1NUQVRFX1NUQVJURUQQAhIcChhTVUdHRVNUSU9OX1NUQVRFX0RSQUZURUQQAxIeChpTVUdHRVNUSU9OX1NUQVRFX0RJU01JU1NFRBAEKt8CCg1SZWZ1c2FsUmVhc29uEh4KGlJFRlVTQUxfUkVBU09OX1VOU1BFQ0lGSUVEEAASIAocUkVGVVNBTF9SRUFTT05fTk9UX1RPUF9MRVZFTBABEh0KGVJFRlVTQUxfUkVBU09OX05PX1NFU1NJT04QAhIoCiRSRUZVU0FMX1JFQVNPTl9TQ0hFRFVMRURfVEFTS19GT0xERVIQAxIfChtSRUZVU0FMX1JFQVNPTl9OT19PUEVOX1RVUk4QBBIhCh1SRUZVU0FMX1JFQVNPTl9MSUZFVElNRV9MSU1JVBAFEh0KGVJFRlVTQUxfUkVBU09OX09QRU5fTElNSVQQBhIdChlSRUZVU0FMX1JFQVNPTl9UVVJOX0xJTUlUEAcSHgoaUkVGVVNBTF9SRUFTT05fRklFTERfRU1QVFkQCBIhCh1SRUZVU0FMX1JFQVNPTl9GSUVMRF9UT09fTE9ORxAJKqEBChZXb3Jrc3BhY2VNaXNzaW5nUmVhc29uEigKJFdPUktTUEFDRV9NSVNTSU5HX1JFQVNPTl9VTlNQRUNJRklFRBAAEikKJVdPUktTUEFDRV9NSVNTSU5HX1JFQVNPTl9OT19XT1JLU1BBQ0UQARIyCi5XT1JLU1BBQ0VfTUlTU0lOR19SRUFTT05fU0NIRURVTEVEX1RBU0tfRk9MREVSEAJiBnByb3RvMw", [file_google_protobuf_timestamp, file_oda_suggest_v1_tool_options]);
+  fileDesc("Ch9vZGEvc3VnZ2VzdC92MS9zdWdnZXN0aW9uLnByb3RvEg5vZGEuc3VnZ2VzdC52MSLwAgoPU3VnZ2VzdFRhc2tBcmdzEj8KBXRpdGxlGAEgASgJQjDK8xgsCihJbXBlcmF0aXZlIHRpdGxlLCBhdCBtb3N0IDYwIGNoYXJhY3RlcnMuEDwSRQoEdGxkchgCIAEoCUI3yvMYMwouV2h5IGl0IGlzIHdvcnRoIGRvaW5nLCBhdCBtb3N0IDI0MCBjaGFyYWN0ZXJzLhDwARJeCgVicmllZhgDIAEoCUJPyvMYSwpGU2VsZi1jb250YWluZWQgaW5zdHJ1Y3Rpb25zIGZvciB0aGUgbmV3IGNoYXQsIGF0IG1vc3QgNDAwMCBjaGFyYWN0ZXJzLhCgHzp10vMYcQoMc3VnZ2VzdF90YXNrEmFPZmZlciBvbmUgb3V0LW9mLXNjb3BlIGZvbGxvdy11cCB0aGUgdXNlciBjYW4gc3RhcnQgaW4gYSBuZXcgY2hhdDsgbmV2ZXIgZm9yIHdvcmsgeW91IGNhbiBkbyBub3cuInUKD1Rvb2xDYWxsQ29udGV4dBISCgpzZXNzaW9uX2lkGAEgASgJEg8KB3R1cm5faWQYAiABKAkSJwoEcm9sZRgDIAEoDjIZLm9kYS5zdWdnZXN0LnYxLkFnZW50Um9sZRIUCgx0b29sX2NhbGxfaWQYBCABKAkizQIKClN1Z2dlc3Rpb24SCgoCaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIPCgd0dXJuX2lkGAMgASgJEg0KBXRpdGxlGAQgASgJEgwKBHRsZHIYBSABKAkSDQoFYnJpZWYYBiABKAkSLgoFc3RhdGUYByABKA4yHy5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uU3RhdGUSDwoHY2hhdF9pZBgIIAEoCRIuCgpvZmZlcmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpzZXR0bGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgpzZXR0bGVkX2J5GAsgASgOMhcub2RhLnN1Z2dlc3QudjEuU2V0dGxlchIUCgx3b3Jrc3BhY2VfaWQYDCABKAki7gEKClNldHRsZW1lbnQSLgoKc3VnZ2VzdGlvbhgBIAEoCzIaLm9kYS5zdWdnZXN0LnYxLlN1Z2dlc3Rpb24SMgoHb3V0Y29tZRgCIAEoDjIhLm9kYS5zdWdnZXN0LnYxLlNldHRsZW1lbnRPdXRjb21lEisKCnNldHRsZWRfYnkYAyABKA4yFy5vZGEuc3VnZ2VzdC52MS5TZXR0bGVyEg8KB2NoYXRfaWQYBCABKAkSLgoKc2V0dGxlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGY3Vyc29yGAYgASgJIuUCChZXaXRoZHJhd1N1Z2dlc3Rpb25BcmdzEloKBXRpdGxlGAEgASgJQkvK8xhHCkNUaGUgdGl0bGUgb2YgdGhlIHN1Z2dlc3Rpb24gdG8gd2l0aGRyYXcsIGV4YWN0bHkgYXMgeW91IG9mZmVyZWQgaXQuEDwSVAoGcmVhc29uGAIgASgJQkTK8xhACjtXaHkgaXQgaXMgbm8gbG9uZ2VyIHdvcnRoIHN0YXJ0aW5nLCBhdCBtb3N0IDI0MCBjaGFyYWN0ZXJzLhDwATqYAdLzGJMBChN3aXRoZHJhd19zdWdnZXN0aW9uEnxXaXRoZHJhdyBhIGZvbGxvdy11cCB5b3Ugb2ZmZXJlZCBlYXJsaWVyIGluIHRoaXMgY2hhdCB0aGF0IGlzIG5vIGxvbmdlciB3b3J0aCBzdGFydGluZywgZm9yIGV4YW1wbGUgYmVjYXVzZSB5b3UgZGlkIGl0IGhlcmUuIm4KElN1Z2dlc3RUYXNrUmVmdXNhbBItCgZyZWFzb24YASABKA4yHS5vZGEuc3VnZ2VzdC52MS5SZWZ1c2FsUmVhc29uEg0KBWZpZWxkGAIgASgJEg0KBWxpbWl0GAMgASgNEgsKA2dvdBgEIAEoDSKnBAoPU3VnZ2VzdGlvbkVycm9yEgwKBGNvZGUYASABKAkSPQoJbm90X2ZvdW5kGAIgASgLMigub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvbkVycm9yLk5vdEZvdW5kSAASOwoIbm90X29wZW4YAyABKAsyJy5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uRXJyb3IuTm90T3BlbkgAEj8KCm9wZW5fbGltaXQYBCABKAsyKS5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uRXJyb3IuT3BlbkxpbWl0SAASTQoRd29ya3NwYWNlX21pc3NpbmcYBSABKAsyMC5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uRXJyb3IuV29ya3NwYWNlTWlzc2luZ0gAGiEKCE5vdEZvdW5kEhUKDXN1Z2dlc3Rpb25faWQYASABKAkaUAoHTm90T3BlbhIVCg1zdWdnZXN0aW9uX2lkGAEgASgJEi4KBXN0YXRlGAIgASgOMh8ub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvblN0YXRlGhoKCU9wZW5MaW1pdBINCgVsaW1pdBgBIAEoDRpeChBXb3Jrc3BhY2VNaXNzaW5nEhIKCnNlc3Npb25faWQYASABKAkSNgoGcmVhc29uGAIgASgOMiYub2RhLnN1Z2dlc3QudjEuV29ya3NwYWNlTWlzc2luZ1JlYXNvbkIJCgdwYXlsb2FkKnYKCUFnZW50Um9sZRIaChZBR0VOVF9ST0xFX1VOU1BFQ0lGSUVEEAASGAoUQUdFTlRfUk9MRV9UT1BfTEVWRUwQARIVChFBR0VOVF9ST0xFX0hFTFBFUhACEhwKGEFHRU5UX1JPTEVfRk9SS0VEX0hFTFBFUhADKqoBCg9TdWdnZXN0aW9uU3RhdGUSIAocU1VHR0VTVElPTl9TVEFURV9VTlNQRUNJRklFRBAAEhkKFVNVR0dFU1RJT05fU1RBVEVfT1BFThABEhwKGFNVR0dFU1RJT05fU1RBVEVfU1RBUlRFRBACEhwKGFNVR0dFU1RJT05fU1RBVEVfRFJBRlRFRBADEh4KGlNVR0dFU1RJT05fU1RBVEVfRElTTUlTU0VEEAQqSQoHU2V0dGxlchIXChNTRVRUTEVSX1VOU1BFQ0lGSUVEEAASEgoOU0VUVExFUl9QRVJTT04QARIRCg1TRVRUTEVSX0FHRU5UEAIqugEKEVNldHRsZW1lbnRPdXRjb21lEiIKHlNFVFRMRU1FTlRfT1VUQ09NRV9VTlNQRUNJRklFRBAAEh4KGlNFVFRMRU1FTlRfT1VUQ09NRV9TVEFSVEVEEAESHgoaU0VUVExFTUVOVF9PVVRDT01FX0RSQUZURUQQAhIgChxTRVRUTEVNRU5UX09VVENPTUVfRElTTUlTU0VEEAMSHwobU0VUVExFTUVOVF9PVVRDT01FX1JFU1RPUkVEEAQqgQMKDVJlZnVzYWxSZWFzb24SHgoaUkVGVVNBTF9SRUFTT05fVU5TUEVDSUZJRUQQABIgChxSRUZVU0FMX1JFQVNPTl9OT1RfVE9QX0xFVkVMEAESHQoZUkVGVVNBTF9SRUFTT05fTk9fU0VTU0lPThACEigKJFJFRlVTQUxfUkVBU09OX1NDSEVEVUxFRF9UQVNLX0ZPTERFUhADEh8KG1JFRlVTQUxfUkVBU09OX05PX09QRU5fVFVSThAEEiEKHVJFRlVTQUxfUkVBU09OX0xJRkVUSU1FX0xJTUlUEAUSHQoZUkVGVVNBTF9SRUFTT05fT1BFTl9MSU1JVBAGEh0KGVJFRlVTQUxfUkVBU09OX1RVUk5fTElNSVQQBxIeChpSRUZVU0FMX1JFQVNPTl9GSUVMRF9FTVBUWRAIEiEKHVJFRlVTQUxfUkVBU09OX0ZJRUxEX1RPT19MT05HEAkSIAocUkVGVVNBTF9SRUFTT05fTk9fT1BFTl9PRkZFUhAKKqEBChZXb3Jrc3BhY2VNaXNzaW5nUmVhc29uEigKJFdPUktTUEFDRV9NSVNTSU5HX1JFQVNPTl9VTlNQRUNJRklFRBAAEikKJVdPUktTUEFDRV9NSVNTSU5HX1JFQVNPTl9OT19XT1JLU1BBQ0UQARIyCi5XT1JLU1BBQ0VfTUlTU0lOR19SRUFTT05fU0NIRURVTEVEX1RBU0tfRk9MREVSEAIq3AIKE1N1Z2dlc3Rpb25FcnJvckNvZGUSJQohU1VHR0VTVElPTl9FUlJPUl9DT0RFX1VOU1BFQ0lGSUVEEAASQgofU1VHR0VTVElPTl9FUlJPUl9DT0RFX05PVF9GT1VORBABGh3a8xgZdGFzay1zdWdnZXN0aW9uL25vdC1mb3VuZBJACh5TVUdHRVNUSU9OX0VSUk9SX0NPREVfTk9UX09QRU4QAhoc2vMYGHRhc2stc3VnZ2VzdGlvbi9ub3Qtb3BlbhJECiBTVUdHRVNUSU9OX0VSUk9SX0NPREVfT1BFTl9MSU1JVBADGh7a8xgadGFzay1zdWdnZXN0aW9uL29wZW4tbGltaXQSUgonU1VHR0VTVElPTl9FUlJPUl9DT0RFX1dPUktTUEFDRV9NSVNTSU5HEAQaJdrzGCF0YXNrLXN1Z2dlc3Rpb24vd29ya3NwYWNlLW1pc3NpbmdiBnByb3RvMw", [file_google_protobuf_timestamp, file_oda_suggest_v1_tool_options]);
 
 /**
  * SuggestTaskArgs is the suggest_task tool's input exactly as the model writes it.
@@ -170,6 +170,21 @@ export type Suggestion = Message<"oda.suggest.v1.Suggestion"> & {
    * @generated from field: google.protobuf.Timestamp settled_at = 10;
    */
   settledAt?: Timestamp | undefined;
+
+  /**
+   * Who made its current settlement; UNSPECIFIED while it is open.
+   *
+   * @generated from field: oda.suggest.v1.Settler settled_by = 11;
+   */
+  settledBy: Settler;
+
+  /**
+   * The workspace its chat belonged to when the offer was made; empty for offers
+   * recorded before the service noted it.
+   *
+   * @generated from field: string workspace_id = 12;
+   */
+  workspaceId: string;
 };
 
 /**
@@ -180,7 +195,94 @@ export const SuggestionSchema: GenMessage<Suggestion> = /*@__PURE__*/
   messageDesc(file_oda_suggest_v1_suggestion, 2);
 
 /**
- * SuggestTaskRefusal is the detail of every refused suggest_task call. The error's
+ * Settlement is one settlement the fold accepted, as the offering agent hears of it.
+ *
+ * @generated from message oda.suggest.v1.Settlement
+ */
+export type Settlement = Message<"oda.suggest.v1.Settlement"> & {
+  /**
+   * The suggestion as it stood right after this settlement.
+   *
+   * @generated from field: oda.suggest.v1.Suggestion suggestion = 1;
+   */
+  suggestion?: Suggestion | undefined;
+
+  /**
+   * What the settlement did.
+   *
+   * @generated from field: oda.suggest.v1.SettlementOutcome outcome = 2;
+   */
+  outcome: SettlementOutcome;
+
+  /**
+   * Who made it.
+   *
+   * @generated from field: oda.suggest.v1.Settler settled_by = 3;
+   */
+  settledBy: Settler;
+
+  /**
+   * The started chat, for STARTED.
+   *
+   * @generated from field: string chat_id = 4;
+   */
+  chatId: string;
+
+  /**
+   * When it was recorded.
+   *
+   * @generated from field: google.protobuf.Timestamp settled_at = 5;
+   */
+  settledAt?: Timestamp | undefined;
+
+  /**
+   * Where in the log it stands: pass it as ListSettlementsRequest.after to ask for
+   * the settlements recorded after it. Opaque.
+   *
+   * @generated from field: string cursor = 6;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message oda.suggest.v1.Settlement.
+ * Use `create(SettlementSchema)` to create a new message.
+ */
+export const SettlementSchema: GenMessage<Settlement> = /*@__PURE__*/
+  messageDesc(file_oda_suggest_v1_suggestion, 3);
+
+/**
+ * WithdrawSuggestionArgs is the withdraw_suggestion tool's input exactly as the model
+ * writes it. Both fields are trimmed before they are checked; neither may be empty.
+ *
+ * @generated from message oda.suggest.v1.WithdrawSuggestionArgs
+ */
+export type WithdrawSuggestionArgs = Message<"oda.suggest.v1.WithdrawSuggestionArgs"> & {
+  /**
+   * The title of the open suggestion to withdraw, as it was offered.
+   *
+   * @generated from field: string title = 1;
+   */
+  title: string;
+
+  /**
+   * Why the suggestion is no longer worth starting.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message oda.suggest.v1.WithdrawSuggestionArgs.
+ * Use `create(WithdrawSuggestionArgsSchema)` to create a new message.
+ */
+export const WithdrawSuggestionArgsSchema: GenMessage<WithdrawSuggestionArgs> = /*@__PURE__*/
+  messageDesc(file_oda_suggest_v1_suggestion, 4);
+
+/**
+ * SuggestTaskRefusal is the detail of every refused suggest_task (and
+ * withdraw_suggestion) call. The error's
  * message is the reference's exact text, which the model should see.
  *
  * @generated from message oda.suggest.v1.SuggestTaskRefusal
@@ -220,7 +322,7 @@ export type SuggestTaskRefusal = Message<"oda.suggest.v1.SuggestTaskRefusal"> & 
  * Use `create(SuggestTaskRefusalSchema)` to create a new message.
  */
 export const SuggestTaskRefusalSchema: GenMessage<SuggestTaskRefusal> = /*@__PURE__*/
-  messageDesc(file_oda_suggest_v1_suggestion, 3);
+  messageDesc(file_oda_suggest_v1_suggestion, 5);
 
 /**
  * SuggestionError is the detail of every failure of the list, settle and start RPCs.
@@ -280,7 +382,7 @@ export type SuggestionError = Message<"oda.suggest.v1.SuggestionError"> & {
  * Use `create(SuggestionErrorSchema)` to create a new message.
  */
 export const SuggestionErrorSchema: GenMessage<SuggestionError> = /*@__PURE__*/
-  messageDesc(file_oda_suggest_v1_suggestion, 4);
+  messageDesc(file_oda_suggest_v1_suggestion, 6);
 
 /**
  * No suggestion with the requested id.
@@ -301,7 +403,7 @@ export type SuggestionError_NotFound = Message<"oda.suggest.v1.SuggestionError.N
  * Use `create(SuggestionError_NotFoundSchema)` to create a new message.
  */
 export const SuggestionError_NotFoundSchema: GenMessage<SuggestionError_NotFound> = /*@__PURE__*/
-  messageDesc(file_oda_suggest_v1_suggestion, 4, 0);
+  messageDesc(file_oda_suggest_v1_suggestion, 6, 0);
 
 /**
  * The suggestion's standing does not allow the call.
@@ -329,7 +431,7 @@ export type SuggestionError_NotOpen = Message<"oda.suggest.v1.SuggestionError.No
  * Use `create(SuggestionError_NotOpenSchema)` to create a new message.
  */
 export const SuggestionError_NotOpenSchema: GenMessage<SuggestionError_NotOpen> = /*@__PURE__*/
-  messageDesc(file_oda_suggest_v1_suggestion, 4, 1);
+  messageDesc(file_oda_suggest_v1_suggestion, 6, 1);
 
 /**
  * A restore would pass the open ceiling.
@@ -350,7 +452,7 @@ export type SuggestionError_OpenLimit = Message<"oda.suggest.v1.SuggestionError.
  * Use `create(SuggestionError_OpenLimitSchema)` to create a new message.
  */
 export const SuggestionError_OpenLimitSchema: GenMessage<SuggestionError_OpenLimit> = /*@__PURE__*/
-  messageDesc(file_oda_suggest_v1_suggestion, 4, 2);
+  messageDesc(file_oda_suggest_v1_suggestion, 6, 2);
 
 /**
  * The offering session cannot start a chat.
@@ -378,7 +480,7 @@ export type SuggestionError_WorkspaceMissing = Message<"oda.suggest.v1.Suggestio
  * Use `create(SuggestionError_WorkspaceMissingSchema)` to create a new message.
  */
 export const SuggestionError_WorkspaceMissingSchema: GenMessage<SuggestionError_WorkspaceMissing> = /*@__PURE__*/
-  messageDesc(file_oda_suggest_v1_suggestion, 4, 3);
+  messageDesc(file_oda_suggest_v1_suggestion, 6, 3);
 
 /**
  * AgentRole says which agent made a tool call. Only the top-level agent may offer.
@@ -387,7 +489,7 @@ export const SuggestionError_WorkspaceMissingSchema: GenMessage<SuggestionError_
  */
 export enum AgentRole {
   /**
-   * Not set: the request is malformed (INVALID_ARGUMENT).
+   * Not set. Like any role but TOP_LEVEL (a newer value too), refused as a helper.
    *
    * @generated from enum value: AGENT_ROLE_UNSPECIFIED = 0;
    */
@@ -470,6 +572,89 @@ export const SuggestionStateSchema: GenEnum<SuggestionState> = /*@__PURE__*/
   enumDesc(file_oda_suggest_v1_suggestion, 1);
 
 /**
+ * Settler says who settled a suggestion. A settlement recorded without it is the
+ * person's.
+ *
+ * @generated from enum oda.suggest.v1.Settler
+ */
+export enum Settler {
+  /**
+   * The suggestion is open.
+   *
+   * @generated from enum value: SETTLER_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The person, through the app (start, draft, dismiss, restore).
+   *
+   * @generated from enum value: SETTLER_PERSON = 1;
+   */
+  PERSON = 1,
+
+  /**
+   * The offering chat's agent, through withdraw_suggestion.
+   *
+   * @generated from enum value: SETTLER_AGENT = 2;
+   */
+  AGENT = 2,
+}
+
+/**
+ * Describes the enum oda.suggest.v1.Settler.
+ */
+export const SettlerSchema: GenEnum<Settler> = /*@__PURE__*/
+  enumDesc(file_oda_suggest_v1_suggestion, 2);
+
+/**
+ * SettlementOutcome is what one settlement record did to its offer.
+ *
+ * @generated from enum oda.suggest.v1.SettlementOutcome
+ */
+export enum SettlementOutcome {
+  /**
+   * Never sent.
+   *
+   * @generated from enum value: SETTLEMENT_OUTCOME_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * A new chat was created with the brief as its first message.
+   *
+   * @generated from enum value: SETTLEMENT_OUTCOME_STARTED = 1;
+   */
+  STARTED = 1,
+
+  /**
+   * The person took the brief into a draft.
+   *
+   * @generated from enum value: SETTLEMENT_OUTCOME_DRAFTED = 2;
+   */
+  DRAFTED = 2,
+
+  /**
+   * Set aside by the person, or withdrawn by the agent.
+   *
+   * @generated from enum value: SETTLEMENT_OUTCOME_DISMISSED = 3;
+   */
+  DISMISSED = 3,
+
+  /**
+   * A dismissed offer was opened again.
+   *
+   * @generated from enum value: SETTLEMENT_OUTCOME_RESTORED = 4;
+   */
+  RESTORED = 4,
+}
+
+/**
+ * Describes the enum oda.suggest.v1.SettlementOutcome.
+ */
+export const SettlementOutcomeSchema: GenEnum<SettlementOutcome> = /*@__PURE__*/
+  enumDesc(file_oda_suggest_v1_suggestion, 3);
+
+/**
  * RefusalReason names why suggest_task refused a call.
  *
  * @generated from enum oda.suggest.v1.RefusalReason
@@ -544,13 +729,20 @@ export enum RefusalReason {
    * @generated from enum value: REFUSAL_REASON_FIELD_TOO_LONG = 9;
    */
   FIELD_TOO_LONG = 9,
+
+  /**
+   * withdraw_suggestion: no open suggestion of the chat has the given title.
+   *
+   * @generated from enum value: REFUSAL_REASON_NO_OPEN_OFFER = 10;
+   */
+  NO_OPEN_OFFER = 10,
 }
 
 /**
  * Describes the enum oda.suggest.v1.RefusalReason.
  */
 export const RefusalReasonSchema: GenEnum<RefusalReason> = /*@__PURE__*/
-  enumDesc(file_oda_suggest_v1_suggestion, 2);
+  enumDesc(file_oda_suggest_v1_suggestion, 4);
 
 /**
  * WorkspaceMissingReason says why a session cannot start a chat.
@@ -584,5 +776,54 @@ export enum WorkspaceMissingReason {
  * Describes the enum oda.suggest.v1.WorkspaceMissingReason.
  */
 export const WorkspaceMissingReasonSchema: GenEnum<WorkspaceMissingReason> = /*@__PURE__*/
-  enumDesc(file_oda_suggest_v1_suggestion, 3);
+  enumDesc(file_oda_suggest_v1_suggestion, 5);
+
+/**
+ * SuggestionErrorCode names the reference's failure codes; each value carries the
+ * code's text in its (error_code) option, which the service and the SDK both read.
+ *
+ * @generated from enum oda.suggest.v1.SuggestionErrorCode
+ */
+export enum SuggestionErrorCode {
+  /**
+   * Never sent.
+   *
+   * @generated from enum value: SUGGESTION_ERROR_CODE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * No suggestion with the requested id.
+   *
+   * @generated from enum value: SUGGESTION_ERROR_CODE_NOT_FOUND = 1;
+   */
+  NOT_FOUND = 1,
+
+  /**
+   * The suggestion's standing does not allow the call.
+   *
+   * @generated from enum value: SUGGESTION_ERROR_CODE_NOT_OPEN = 2;
+   */
+  NOT_OPEN = 2,
+
+  /**
+   * A restore would pass the open ceiling.
+   *
+   * @generated from enum value: SUGGESTION_ERROR_CODE_OPEN_LIMIT = 3;
+   */
+  OPEN_LIMIT = 3,
+
+  /**
+   * The offering session cannot start a chat.
+   *
+   * @generated from enum value: SUGGESTION_ERROR_CODE_WORKSPACE_MISSING = 4;
+   */
+  WORKSPACE_MISSING = 4,
+}
+
+/**
+ * Describes the enum oda.suggest.v1.SuggestionErrorCode.
+ */
+export const SuggestionErrorCodeSchema: GenEnum<SuggestionErrorCode> = /*@__PURE__*/
+  enumDesc(file_oda_suggest_v1_suggestion, 6);
 

@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Suggestion, SuggestTaskArgs, ToolCallContext } from "./suggestion_pb.js";
+import type { Settlement, Suggestion, SuggestTaskArgs, ToolCallContext, WithdrawSuggestionArgs } from "./suggestion_pb.js";
 import { file_oda_suggest_v1_suggestion } from "./suggestion_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file oda/suggest/v1/suggestion_service.proto.
  */
 export const file_oda_suggest_v1_suggestion_service: GenFile = /*@__PURE__*/
-  fileDesc("CidvZGEvc3VnZ2VzdC92MS9zdWdnZXN0aW9uX3NlcnZpY2UucHJvdG8SDm9kYS5zdWdnZXN0LnYxInUKElN1Z2dlc3RUYXNrUmVxdWVzdBIwCgdjb250ZXh0GAEgASgLMh8ub2RhLnN1Z2dlc3QudjEuVG9vbENhbGxDb250ZXh0Ei0KBGFyZ3MYAiABKAsyHy5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0VGFza0FyZ3MiVQoTU3VnZ2VzdFRhc2tSZXNwb25zZRIuCgpzdWdnZXN0aW9uGAEgASgLMhoub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvbhIOCgZyZXN1bHQYAiABKAkiLAoWTGlzdFN1Z2dlc3Rpb25zUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJInAKF0xpc3RTdWdnZXN0aW9uc1Jlc3BvbnNlEigKBG9wZW4YASADKAsyGi5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uEisKB3NldHRsZWQYAiADKAsyGi5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uIkEKFEdldFN1Z2dlc3Rpb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFQoNc3VnZ2VzdGlvbl9pZBgCIAEoCSJHChVHZXRTdWdnZXN0aW9uUmVzcG9uc2USLgoKc3VnZ2VzdGlvbhgBIAEoCzIaLm9kYS5zdWdnZXN0LnYxLlN1Z2dlc3Rpb24iQwoWU3RhcnRTdWdnZXN0aW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhUKDXN1Z2dlc3Rpb25faWQYAiABKAkiWgoXU3RhcnRTdWdnZXN0aW9uUmVzcG9uc2USDwoHY2hhdF9pZBgBIAEoCRIuCgpzdWdnZXN0aW9uGAIgASgLMhoub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvbiJDChZEcmFmdFN1Z2dlc3Rpb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFQoNc3VnZ2VzdGlvbl9pZBgCIAEoCSJJChdEcmFmdFN1Z2dlc3Rpb25SZXNwb25zZRIuCgpzdWdnZXN0aW9uGAEgASgLMhoub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvbiJFChhEaXNtaXNzU3VnZ2VzdGlvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIVCg1zdWdnZXN0aW9uX2lkGAIgASgJIksKGURpc21pc3NTdWdnZXN0aW9uUmVzcG9uc2USLgoKc3VnZ2VzdGlvbhgBIAEoCzIaLm9kYS5zdWdnZXN0LnYxLlN1Z2dlc3Rpb24iRQoYUmVzdG9yZVN1Z2dlc3Rpb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFQoNc3VnZ2VzdGlvbl9pZBgCIAEoCSJLChlSZXN0b3JlU3VnZ2VzdGlvblJlc3BvbnNlEi4KCnN1Z2dlc3Rpb24YASABKAsyGi5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uIi0KF1dhdGNoU3VnZ2VzdGlvbnNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkicQoYV2F0Y2hTdWdnZXN0aW9uc1Jlc3BvbnNlEigKBG9wZW4YASADKAsyGi5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uEisKB3NldHRsZWQYAiADKAsyGi5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uMrIGChFTdWdnZXN0aW9uU2VydmljZRJWCgtTdWdnZXN0VGFzaxIiLm9kYS5zdWdnZXN0LnYxLlN1Z2dlc3RUYXNrUmVxdWVzdBojLm9kYS5zdWdnZXN0LnYxLlN1Z2dlc3RUYXNrUmVzcG9uc2USYgoPTGlzdFN1Z2dlc3Rpb25zEiYub2RhLnN1Z2dlc3QudjEuTGlzdFN1Z2dlc3Rpb25zUmVxdWVzdBonLm9kYS5zdWdnZXN0LnYxLkxpc3RTdWdnZXN0aW9uc1Jlc3BvbnNlElwKDUdldFN1Z2dlc3Rpb24SJC5vZGEuc3VnZ2VzdC52MS5HZXRTdWdnZXN0aW9uUmVxdWVzdBolLm9kYS5zdWdnZXN0LnYxLkdldFN1Z2dlc3Rpb25SZXNwb25zZRJiCg9TdGFydFN1Z2dlc3Rpb24SJi5vZGEuc3VnZ2VzdC52MS5TdGFydFN1Z2dlc3Rpb25SZXF1ZXN0Gicub2RhLnN1Z2dlc3QudjEuU3RhcnRTdWdnZXN0aW9uUmVzcG9uc2USYgoPRHJhZnRTdWdnZXN0aW9uEiYub2RhLnN1Z2dlc3QudjEuRHJhZnRTdWdnZXN0aW9uUmVxdWVzdBonLm9kYS5zdWdnZXN0LnYxLkRyYWZ0U3VnZ2VzdGlvblJlc3BvbnNlEmgKEURpc21pc3NTdWdnZXN0aW9uEigub2RhLnN1Z2dlc3QudjEuRGlzbWlzc1N1Z2dlc3Rpb25SZXF1ZXN0Gikub2RhLnN1Z2dlc3QudjEuRGlzbWlzc1N1Z2dlc3Rpb25SZXNwb25zZRJoChFSZXN0b3JlU3VnZ2VzdGlvbhIoLm9kYS5zdWdnZXN0LnYxLlJlc3RvcmVTdWdnZXN0aW9uUmVxdWVzdBopLm9kYS5zdWdnZXN0LnYxLlJlc3RvcmVTdWdnZXN0aW9uUmVzcG9uc2USZwoQV2F0Y2hTdWdnZXN0aW9ucxInLm9kYS5zdWdnZXN0LnYxLldhdGNoU3VnZ2VzdGlvbnNSZXF1ZXN0Gigub2RhLnN1Z2dlc3QudjEuV2F0Y2hTdWdnZXN0aW9uc1Jlc3BvbnNlMAFiBnByb3RvMw", [file_oda_suggest_v1_suggestion]);
+  fileDesc("CidvZGEvc3VnZ2VzdC92MS9zdWdnZXN0aW9uX3NlcnZpY2UucHJvdG8SDm9kYS5zdWdnZXN0LnYxInUKElN1Z2dlc3RUYXNrUmVxdWVzdBIwCgdjb250ZXh0GAEgASgLMh8ub2RhLnN1Z2dlc3QudjEuVG9vbENhbGxDb250ZXh0Ei0KBGFyZ3MYAiABKAsyHy5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0VGFza0FyZ3MiVQoTU3VnZ2VzdFRhc2tSZXNwb25zZRIuCgpzdWdnZXN0aW9uGAEgASgLMhoub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvbhIOCgZyZXN1bHQYAiABKAkiLAoWTGlzdFN1Z2dlc3Rpb25zUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJInAKF0xpc3RTdWdnZXN0aW9uc1Jlc3BvbnNlEigKBG9wZW4YASADKAsyGi5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uEisKB3NldHRsZWQYAiADKAsyGi5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uIkEKFEdldFN1Z2dlc3Rpb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFQoNc3VnZ2VzdGlvbl9pZBgCIAEoCSJHChVHZXRTdWdnZXN0aW9uUmVzcG9uc2USLgoKc3VnZ2VzdGlvbhgBIAEoCzIaLm9kYS5zdWdnZXN0LnYxLlN1Z2dlc3Rpb24iQwoWU3RhcnRTdWdnZXN0aW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhUKDXN1Z2dlc3Rpb25faWQYAiABKAkiWgoXU3RhcnRTdWdnZXN0aW9uUmVzcG9uc2USDwoHY2hhdF9pZBgBIAEoCRIuCgpzdWdnZXN0aW9uGAIgASgLMhoub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvbiJDChZEcmFmdFN1Z2dlc3Rpb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFQoNc3VnZ2VzdGlvbl9pZBgCIAEoCSJJChdEcmFmdFN1Z2dlc3Rpb25SZXNwb25zZRIuCgpzdWdnZXN0aW9uGAEgASgLMhoub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvbiJFChhEaXNtaXNzU3VnZ2VzdGlvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIVCg1zdWdnZXN0aW9uX2lkGAIgASgJIksKGURpc21pc3NTdWdnZXN0aW9uUmVzcG9uc2USLgoKc3VnZ2VzdGlvbhgBIAEoCzIaLm9kYS5zdWdnZXN0LnYxLlN1Z2dlc3Rpb24iRQoYUmVzdG9yZVN1Z2dlc3Rpb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFQoNc3VnZ2VzdGlvbl9pZBgCIAEoCSJLChlSZXN0b3JlU3VnZ2VzdGlvblJlc3BvbnNlEi4KCnN1Z2dlc3Rpb24YASABKAsyGi5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uIi0KF1dhdGNoU3VnZ2VzdGlvbnNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkicQoYV2F0Y2hTdWdnZXN0aW9uc1Jlc3BvbnNlEigKBG9wZW4YASADKAsyGi5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uEisKB3NldHRsZWQYAiADKAsyGi5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uIoMBChlXaXRoZHJhd1N1Z2dlc3Rpb25SZXF1ZXN0EjAKB2NvbnRleHQYASABKAsyHy5vZGEuc3VnZ2VzdC52MS5Ub29sQ2FsbENvbnRleHQSNAoEYXJncxgCIAEoCzImLm9kYS5zdWdnZXN0LnYxLldpdGhkcmF3U3VnZ2VzdGlvbkFyZ3MiXAoaV2l0aGRyYXdTdWdnZXN0aW9uUmVzcG9uc2USLgoKc3VnZ2VzdGlvbhgBIAEoCzIaLm9kYS5zdWdnZXN0LnYxLlN1Z2dlc3Rpb24SDgoGcmVzdWx0GAIgASgJIjsKFkxpc3RTZXR0bGVtZW50c1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRINCgVhZnRlchgCIAEoCSJaChdMaXN0U2V0dGxlbWVudHNSZXNwb25zZRIvCgtzZXR0bGVtZW50cxgBIAMoCzIaLm9kYS5zdWdnZXN0LnYxLlNldHRsZW1lbnQSDgoGY3Vyc29yGAIgASgJIl4KH0xpc3RXb3Jrc3BhY2VTdWdnZXN0aW9uc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImwKIExpc3RXb3Jrc3BhY2VTdWdnZXN0aW9uc1Jlc3BvbnNlEi8KC3N1Z2dlc3Rpb25zGAEgAygLMhoub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiOAogV2F0Y2hXb3Jrc3BhY2VTdWdnZXN0aW9uc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJIlQKIVdhdGNoV29ya3NwYWNlU3VnZ2VzdGlvbnNSZXNwb25zZRIvCgtzdWdnZXN0aW9ucxgBIAMoCzIaLm9kYS5zdWdnZXN0LnYxLlN1Z2dlc3Rpb24yhwoKEVN1Z2dlc3Rpb25TZXJ2aWNlElYKC1N1Z2dlc3RUYXNrEiIub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdFRhc2tSZXF1ZXN0GiMub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdFRhc2tSZXNwb25zZRJiCg9MaXN0U3VnZ2VzdGlvbnMSJi5vZGEuc3VnZ2VzdC52MS5MaXN0U3VnZ2VzdGlvbnNSZXF1ZXN0Gicub2RhLnN1Z2dlc3QudjEuTGlzdFN1Z2dlc3Rpb25zUmVzcG9uc2USXAoNR2V0U3VnZ2VzdGlvbhIkLm9kYS5zdWdnZXN0LnYxLkdldFN1Z2dlc3Rpb25SZXF1ZXN0GiUub2RhLnN1Z2dlc3QudjEuR2V0U3VnZ2VzdGlvblJlc3BvbnNlEmIKD1N0YXJ0U3VnZ2VzdGlvbhImLm9kYS5zdWdnZXN0LnYxLlN0YXJ0U3VnZ2VzdGlvblJlcXVlc3QaJy5vZGEuc3VnZ2VzdC52MS5TdGFydFN1Z2dlc3Rpb25SZXNwb25zZRJiCg9EcmFmdFN1Z2dlc3Rpb24SJi5vZGEuc3VnZ2VzdC52MS5EcmFmdFN1Z2dlc3Rpb25SZXF1ZXN0Gicub2RhLnN1Z2dlc3QudjEuRHJhZnRTdWdnZXN0aW9uUmVzcG9uc2USaAoRRGlzbWlzc1N1Z2dlc3Rpb24SKC5vZGEuc3VnZ2VzdC52MS5EaXNtaXNzU3VnZ2VzdGlvblJlcXVlc3QaKS5vZGEuc3VnZ2VzdC52MS5EaXNtaXNzU3VnZ2VzdGlvblJlc3BvbnNlEmgKEVJlc3RvcmVTdWdnZXN0aW9uEigub2RhLnN1Z2dlc3QudjEuUmVzdG9yZVN1Z2dlc3Rpb25SZXF1ZXN0Gikub2RhLnN1Z2dlc3QudjEuUmVzdG9yZVN1Z2dlc3Rpb25SZXNwb25zZRJnChBXYXRjaFN1Z2dlc3Rpb25zEicub2RhLnN1Z2dlc3QudjEuV2F0Y2hTdWdnZXN0aW9uc1JlcXVlc3QaKC5vZGEuc3VnZ2VzdC52MS5XYXRjaFN1Z2dlc3Rpb25zUmVzcG9uc2UwARJrChJXaXRoZHJhd1N1Z2dlc3Rpb24SKS5vZGEuc3VnZ2VzdC52MS5XaXRoZHJhd1N1Z2dlc3Rpb25SZXF1ZXN0Gioub2RhLnN1Z2dlc3QudjEuV2l0aGRyYXdTdWdnZXN0aW9uUmVzcG9uc2USYgoPTGlzdFNldHRsZW1lbnRzEiYub2RhLnN1Z2dlc3QudjEuTGlzdFNldHRsZW1lbnRzUmVxdWVzdBonLm9kYS5zdWdnZXN0LnYxLkxpc3RTZXR0bGVtZW50c1Jlc3BvbnNlEn0KGExpc3RXb3Jrc3BhY2VTdWdnZXN0aW9ucxIvLm9kYS5zdWdnZXN0LnYxLkxpc3RXb3Jrc3BhY2VTdWdnZXN0aW9uc1JlcXVlc3QaMC5vZGEuc3VnZ2VzdC52MS5MaXN0V29ya3NwYWNlU3VnZ2VzdGlvbnNSZXNwb25zZRKCAQoZV2F0Y2hXb3Jrc3BhY2VTdWdnZXN0aW9ucxIwLm9kYS5zdWdnZXN0LnYxLldhdGNoV29ya3NwYWNlU3VnZ2VzdGlvbnNSZXF1ZXN0GjEub2RhLnN1Z2dlc3QudjEuV2F0Y2hXb3Jrc3BhY2VTdWdnZXN0aW9uc1Jlc3BvbnNlMAFiBnByb3RvMw", [file_oda_suggest_v1_suggestion]);
 
 /**
  * The tool call: the runtime's context and the model's arguments.
@@ -421,6 +421,224 @@ export const WatchSuggestionsResponseSchema: GenMessage<WatchSuggestionsResponse
   messageDesc(file_oda_suggest_v1_suggestion_service, 15);
 
 /**
+ * The withdraw_suggestion tool call: the runtime's context and the model's arguments.
+ *
+ * @generated from message oda.suggest.v1.WithdrawSuggestionRequest
+ */
+export type WithdrawSuggestionRequest = Message<"oda.suggest.v1.WithdrawSuggestionRequest"> & {
+  /**
+   * Filled in by the agent runtime. Required.
+   *
+   * @generated from field: oda.suggest.v1.ToolCallContext context = 1;
+   */
+  context?: ToolCallContext | undefined;
+
+  /**
+   * The model's arguments.
+   *
+   * @generated from field: oda.suggest.v1.WithdrawSuggestionArgs args = 2;
+   */
+  args?: WithdrawSuggestionArgs | undefined;
+};
+
+/**
+ * Describes the message oda.suggest.v1.WithdrawSuggestionRequest.
+ * Use `create(WithdrawSuggestionRequestSchema)` to create a new message.
+ */
+export const WithdrawSuggestionRequestSchema: GenMessage<WithdrawSuggestionRequest> = /*@__PURE__*/
+  messageDesc(file_oda_suggest_v1_suggestion_service, 16);
+
+/**
+ * A withdrawn offer.
+ *
+ * @generated from message oda.suggest.v1.WithdrawSuggestionResponse
+ */
+export type WithdrawSuggestionResponse = Message<"oda.suggest.v1.WithdrawSuggestionResponse"> & {
+  /**
+   * The suggestion, now DISMISSED by the agent.
+   *
+   * @generated from field: oda.suggest.v1.Suggestion suggestion = 1;
+   */
+  suggestion?: Suggestion | undefined;
+
+  /**
+   * What the model sees: Withdrew "<title>". It stays dismissed unless the user restores it.
+   *
+   * @generated from field: string result = 2;
+   */
+  result: string;
+};
+
+/**
+ * Describes the message oda.suggest.v1.WithdrawSuggestionResponse.
+ * Use `create(WithdrawSuggestionResponseSchema)` to create a new message.
+ */
+export const WithdrawSuggestionResponseSchema: GenMessage<WithdrawSuggestionResponse> = /*@__PURE__*/
+  messageDesc(file_oda_suggest_v1_suggestion_service, 17);
+
+/**
+ * Asks for a chat's settlements after a cursor.
+ *
+ * @generated from message oda.suggest.v1.ListSettlementsRequest
+ */
+export type ListSettlementsRequest = Message<"oda.suggest.v1.ListSettlementsRequest"> & {
+  /**
+   * The chat.
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * The cursor of the last settlement already seen; empty: from the start of the log.
+   *
+   * @generated from field: string after = 2;
+   */
+  after: string;
+};
+
+/**
+ * Describes the message oda.suggest.v1.ListSettlementsRequest.
+ * Use `create(ListSettlementsRequestSchema)` to create a new message.
+ */
+export const ListSettlementsRequestSchema: GenMessage<ListSettlementsRequest> = /*@__PURE__*/
+  messageDesc(file_oda_suggest_v1_suggestion_service, 18);
+
+/**
+ * A chat's settlements after the cursor.
+ *
+ * @generated from message oda.suggest.v1.ListSettlementsResponse
+ */
+export type ListSettlementsResponse = Message<"oda.suggest.v1.ListSettlementsResponse"> & {
+  /**
+   * The settlements the fold accepted, in log order.
+   *
+   * @generated from field: repeated oda.suggest.v1.Settlement settlements = 1;
+   */
+  settlements: Settlement[];
+
+  /**
+   * The cursor to ask from next time: the last settlement's, or `after` when none.
+   *
+   * @generated from field: string cursor = 2;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message oda.suggest.v1.ListSettlementsResponse.
+ * Use `create(ListSettlementsResponseSchema)` to create a new message.
+ */
+export const ListSettlementsResponseSchema: GenMessage<ListSettlementsResponse> = /*@__PURE__*/
+  messageDesc(file_oda_suggest_v1_suggestion_service, 19);
+
+/**
+ * Asks for the open suggestions of a workspace.
+ *
+ * @generated from message oda.suggest.v1.ListWorkspaceSuggestionsRequest
+ */
+export type ListWorkspaceSuggestionsRequest = Message<"oda.suggest.v1.ListWorkspaceSuggestionsRequest"> & {
+  /**
+   * The workspace.
+   *
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * The most suggestions to answer: 0 means 50; more than 500 is taken as 500.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * The next_page_token of the previous page; empty: the first page.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message oda.suggest.v1.ListWorkspaceSuggestionsRequest.
+ * Use `create(ListWorkspaceSuggestionsRequestSchema)` to create a new message.
+ */
+export const ListWorkspaceSuggestionsRequestSchema: GenMessage<ListWorkspaceSuggestionsRequest> = /*@__PURE__*/
+  messageDesc(file_oda_suggest_v1_suggestion_service, 20);
+
+/**
+ * One page of a workspace's open suggestions.
+ *
+ * @generated from message oda.suggest.v1.ListWorkspaceSuggestionsResponse
+ */
+export type ListWorkspaceSuggestionsResponse = Message<"oda.suggest.v1.ListWorkspaceSuggestionsResponse"> & {
+  /**
+   * Open suggestions of every chat of the workspace, newest offer first.
+   *
+   * @generated from field: repeated oda.suggest.v1.Suggestion suggestions = 1;
+   */
+  suggestions: Suggestion[];
+
+  /**
+   * Pass as page_token for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message oda.suggest.v1.ListWorkspaceSuggestionsResponse.
+ * Use `create(ListWorkspaceSuggestionsResponseSchema)` to create a new message.
+ */
+export const ListWorkspaceSuggestionsResponseSchema: GenMessage<ListWorkspaceSuggestionsResponse> = /*@__PURE__*/
+  messageDesc(file_oda_suggest_v1_suggestion_service, 21);
+
+/**
+ * Watches a workspace's open suggestions.
+ *
+ * @generated from message oda.suggest.v1.WatchWorkspaceSuggestionsRequest
+ */
+export type WatchWorkspaceSuggestionsRequest = Message<"oda.suggest.v1.WatchWorkspaceSuggestionsRequest"> & {
+  /**
+   * The workspace.
+   *
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+};
+
+/**
+ * Describes the message oda.suggest.v1.WatchWorkspaceSuggestionsRequest.
+ * Use `create(WatchWorkspaceSuggestionsRequestSchema)` to create a new message.
+ */
+export const WatchWorkspaceSuggestionsRequestSchema: GenMessage<WatchWorkspaceSuggestionsRequest> = /*@__PURE__*/
+  messageDesc(file_oda_suggest_v1_suggestion_service, 22);
+
+/**
+ * The first page of a workspace's open suggestions after a change (the first
+ * message: as they stand).
+ *
+ * @generated from message oda.suggest.v1.WatchWorkspaceSuggestionsResponse
+ */
+export type WatchWorkspaceSuggestionsResponse = Message<"oda.suggest.v1.WatchWorkspaceSuggestionsResponse"> & {
+  /**
+   * Open suggestions of every chat of the workspace, newest offer first.
+   *
+   * @generated from field: repeated oda.suggest.v1.Suggestion suggestions = 1;
+   */
+  suggestions: Suggestion[];
+};
+
+/**
+ * Describes the message oda.suggest.v1.WatchWorkspaceSuggestionsResponse.
+ * Use `create(WatchWorkspaceSuggestionsResponseSchema)` to create a new message.
+ */
+export const WatchWorkspaceSuggestionsResponseSchema: GenMessage<WatchWorkspaceSuggestionsResponse> = /*@__PURE__*/
+  messageDesc(file_oda_suggest_v1_suggestion_service, 23);
+
+/**
  * SuggestionService records offers on each chat's log and settles them.
  *
  * Refusals of SuggestTask are errors whose message is the reference's exact text,
@@ -510,6 +728,49 @@ export const SuggestionService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchSuggestionsRequestSchema;
     output: typeof WatchSuggestionsResponseSchema;
+  },
+  /**
+   * The withdraw_suggestion tool: the offering chat's top-level agent dismisses one
+   * of its own open offers, named by its title.
+   *
+   * @generated from rpc oda.suggest.v1.SuggestionService.WithdrawSuggestion
+   */
+  withdrawSuggestion: {
+    methodKind: "unary";
+    input: typeof WithdrawSuggestionRequestSchema;
+    output: typeof WithdrawSuggestionResponseSchema;
+  },
+  /**
+   * The settlements of a chat recorded after a cursor, in log order: how the offering
+   * agent hears what became of its offers.
+   *
+   * @generated from rpc oda.suggest.v1.SuggestionService.ListSettlements
+   */
+  listSettlements: {
+    methodKind: "unary";
+    input: typeof ListSettlementsRequestSchema;
+    output: typeof ListSettlementsResponseSchema;
+  },
+  /**
+   * The open suggestions of every chat of a workspace, newest offer first, paged.
+   *
+   * @generated from rpc oda.suggest.v1.SuggestionService.ListWorkspaceSuggestions
+   */
+  listWorkspaceSuggestions: {
+    methodKind: "unary";
+    input: typeof ListWorkspaceSuggestionsRequestSchema;
+    output: typeof ListWorkspaceSuggestionsResponseSchema;
+  },
+  /**
+   * The first page of ListWorkspaceSuggestions, at once and then after every change
+   * in a chat of the workspace.
+   *
+   * @generated from rpc oda.suggest.v1.SuggestionService.WatchWorkspaceSuggestions
+   */
+  watchWorkspaceSuggestions: {
+    methodKind: "server_streaming";
+    input: typeof WatchWorkspaceSuggestionsRequestSchema;
+    output: typeof WatchWorkspaceSuggestionsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_oda_suggest_v1_suggestion_service, 0);

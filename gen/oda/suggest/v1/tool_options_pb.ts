@@ -4,7 +4,7 @@
 
 import type { GenExtension, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { extDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { FieldOptions, MessageOptions } from "@bufbuild/protobuf/wkt";
+import type { EnumValueOptions, FieldOptions, MessageOptions } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_descriptor } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file oda/suggest/v1/tool_options.proto.
  */
 export const file_oda_suggest_v1_tool_options: GenFile = /*@__PURE__*/
-  fileDesc("CiFvZGEvc3VnZ2VzdC92MS90b29sX29wdGlvbnMucHJvdG8SDm9kYS5zdWdnZXN0LnYxIjkKCVRvb2xGaWVsZBITCgtkZXNjcmlwdGlvbhgBIAEoCRIXCg9tYXhfY29kZV9wb2ludHMYAiABKA0iLQoIVG9vbFNwZWMSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCTpZCgp0b29sX2ZpZWxkEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi5jgMgASgLMhkub2RhLnN1Z2dlc3QudjEuVG9vbEZpZWxkUgl0b29sRmllbGQ6TwoEdG9vbBIfLmdvb2dsZS5wcm90b2J1Zi5NZXNzYWdlT3B0aW9ucxi6jgMgASgLMhgub2RhLnN1Z2dlc3QudjEuVG9vbFNwZWNSBHRvb2xiBnByb3RvMw", [file_google_protobuf_descriptor]);
+  fileDesc("CiFvZGEvc3VnZ2VzdC92MS90b29sX29wdGlvbnMucHJvdG8SDm9kYS5zdWdnZXN0LnYxIjkKCVRvb2xGaWVsZBITCgtkZXNjcmlwdGlvbhgBIAEoCRIXCg9tYXhfY29kZV9wb2ludHMYAiABKA0iLQoIVG9vbFNwZWMSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCTpZCgp0b29sX2ZpZWxkEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi5jgMgASgLMhkub2RhLnN1Z2dlc3QudjEuVG9vbEZpZWxkUgl0b29sRmllbGQ6TwoEdG9vbBIfLmdvb2dsZS5wcm90b2J1Zi5NZXNzYWdlT3B0aW9ucxi6jgMgASgLMhgub2RhLnN1Z2dlc3QudjEuVG9vbFNwZWNSBHRvb2w6QgoKZXJyb3JfY29kZRIhLmdvb2dsZS5wcm90b2J1Zi5FbnVtVmFsdWVPcHRpb25zGLuOAyABKAlSCWVycm9yQ29kZWIGcHJvdG8z", [file_google_protobuf_descriptor]);
 
 /**
  * ToolField declares how a model sees one argument of a tool: its description and
@@ -87,4 +87,12 @@ export const tool_field: GenExtension<FieldOptions, ToolField> = /*@__PURE__*/
  */
 export const tool: GenExtension<MessageOptions, ToolSpec> = /*@__PURE__*/
   extDesc(file_oda_suggest_v1_tool_options, 1);
+
+/**
+ * The reference's text of a failure code, e.g. "task-suggestion/not-open".
+ *
+ * @generated from extension: string error_code = 51003;
+ */
+export const error_code: GenExtension<EnumValueOptions, string> = /*@__PURE__*/
+  extDesc(file_oda_suggest_v1_tool_options, 2);
 
