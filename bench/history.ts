@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { createRedisClient } from "../server/redis/redis-client.js";
-import { OPEN_LIMIT } from "../server/rpc/errors.js";
+import { OPEN_LIMIT } from "../server/domain/limits.js";
 import { sessionKeys } from "../server/store/keys.js";
 import type { ScriptReply } from "../server/store/scripts.js";
+import { createRedisClient } from "../server/store/scripts.js";
 import { type NewOffer, SuggestionStore } from "../server/store/suggestion-store.js";
 
 /*

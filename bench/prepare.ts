@@ -2,7 +2,7 @@
 import { randomUUID } from "node:crypto";
 import { FolderKind } from "../gen/oda/suggest/v1/chat_host_pb.js";
 import { EmbeddedChatHost } from "../server/host/embedded-host.js";
-import { createRedisClient } from "../server/redis/redis-client.js";
+import { createRedisClient } from "../server/store/scripts.js";
 import { SuggestionStore } from "../server/store/suggestion-store.js";
 
 /** Ids of what was prepared, per scenario. */

@@ -1,5 +1,6 @@
 import { ROLES, type Role, type TokenGrant } from "./pipeline/auth.js";
 import { parseRedisUrl, RedisUrlError } from "./redis/redis-url.js";
+import { defaultStartLockSettings } from "./store/start-lock-protocol.js";
 
 /** The service's settings. `main.ts` is the only module that reads them from the environment. */
 export interface ServiceConfig {
@@ -60,8 +61,8 @@ export const defaultConfig: Readonly<ServiceConfig> = Object.freeze({
   tlsKeyFile: undefined,
   logLevel: "info",
   grpcFastPath: true,
-  startLockTtlMs: 10_000,
-  startLockMaxHoldMs: 60_000,
+  startLockTtlMs: defaultStartLockSettings.ttlMs,
+  startLockMaxHoldMs: defaultStartLockSettings.maxHoldMs,
   chatHostTimeoutMs: 10_000,
 });
 

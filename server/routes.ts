@@ -11,6 +11,7 @@ import { createHealthService } from "./rpc/health.js";
 import { createChatHostService, createLocalHostService } from "./rpc/host-service.js";
 import { Reflection } from "./rpc/reflection.js";
 import { createSuggestionService, type SuggestionServiceDeps } from "./rpc/suggestion-service.js";
+import type { ServedService } from "./transport/handler-types.js";
 
 /** What the routes are built from. */
 export interface RoutesDeps extends SuggestionServiceDeps {
@@ -18,12 +19,6 @@ export interface RoutesDeps extends SuggestionServiceDeps {
   readonly embeddedHost?: EmbeddedChatHost | undefined;
   /** The concerns every call runs through (auth, checks, logs, metrics, deadlines). */
   readonly pipeline: PipelineOptions;
-}
-
-/** A service as served: its descriptor and its implementation, wrapped by the pipeline. */
-export interface ServedService {
-  readonly service: DescService;
-  readonly impl: ServiceImpl<DescService>;
 }
 
 /**

@@ -12,17 +12,19 @@ import { bearerAuth } from "./pipeline/auth.js";
 import type { PipelineOptions } from "./pipeline/call-pipeline.js";
 import { configureUtf8Marking, wellFormedText } from "./pipeline/request-guard.js";
 import { createTelemetry, type Telemetry } from "./pipeline/telemetry.js";
-import { createRedisClient, type RedisClient, subscriberConnection } from "./redis/redis-client.js";
+import { type RedisClient, subscriberConnection } from "./redis/redis-client.js";
 import { buildServices, routesOf } from "./routes.js";
+import { PubSub } from "./store/pubsub.js";
+import { createRedisClient } from "./store/scripts.js";
 import { StartLocks } from "./store/start-locks.js";
 import { SuggestionStore } from "./store/suggestion-store.js";
 import { WatchHub } from "./store/watch-hub.js";
-import { createGrpcFastPath, type StreamHandler } from "./transport/grpc-fast-path.js";
+import { createGrpcFastPath } from "./transport/grpc-fast-path.js";
 import { withSpecGrpcMessage } from "./transport/grpc-message.js";
+import type { DualHandler, StreamHandler } from "./transport/handler-types.js";
 import {
   createOnePortServer,
   createTlsOnePortServer,
-  type DualHandler,
   type OnePortServer,
 } from "./transport/one-port.js";
 
@@ -90,8 +92,10 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
     defaultDeadlineMs: settings.defaultDeadlineMs ?? defaultConfig.defaultDeadlineMs,
   };
   const store = new SuggestionStore(redis);
-  // One subscriber connection for every watcher of this instance (test/e2e/watch-scale.test.ts).
-  const watchHub = new WatchHub(store, () => subscriberConnection(redis));
+  // One subscriber connection for every watcher and every Start waiting on a lock of
+  // this instance (test/e2e/watch-scale.test.ts, test/rpc/start-concurrency.test.ts).
+  const pubsub = new PubSub(() => subscriberConnection(redis));
+  const watchHub = new WatchHub(store, pubsub);
   const embeddedHost = settings.chatHostUrl === undefined ? new EmbeddedChatHost(redis) : undefined;
   const host: ChatHost =
     embeddedHost ??
@@ -99,10 +103,11 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
       timeoutMs: settings.chatHostTimeoutMs ?? defaultConfig.chatHostTimeoutMs,
       token: settings.chatHostToken,
     });
-  // One subscriber connection for every Start waiting on a lock (test/rpc/start-concurrency.test.ts).
-  const startLocks = new StartLocks(redis, {
-    ttlMs: settings.startLockTtlMs ?? defaultConfig.startLockTtlMs,
-    maxHoldMs: settings.startLockMaxHoldMs ?? defaultConfig.startLockMaxHoldMs,
+  const startLocks = new StartLocks(redis, pubsub, {
+    ...(settings.startLockTtlMs === undefined ? {} : { ttlMs: settings.startLockTtlMs }),
+    ...(settings.startLockMaxHoldMs === undefined
+      ? {}
+      : { maxHoldMs: settings.startLockMaxHoldMs }),
   });
   const shutdown = new AbortController();
   // Every call in flight (each watcher, too) listens to it until it ends.
@@ -179,7 +184,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
       for (const session of sessions) session.destroy();
       await stopped;
       await watchHub.close();
-      await startLocks.close();
+      await pubsub.close();
       await redis.quit().catch(() => redis.disconnect());
       await new Promise<void>((resolve) => telemetry.logger.flush(() => resolve()));
     })();

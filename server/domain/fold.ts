@@ -5,6 +5,7 @@ import {
   SuggestionSchema,
   SuggestionState,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import { fits, isOutcome, stateAfter } from "./settlement.js";
 
 /** One entry of a session's stream: its id and its fields. */
 export interface LogRecord {
@@ -21,12 +22,6 @@ export interface SuggestionLists {
   /** Every offer by id. */
   readonly byId: ReadonlyMap<string, Suggestion>;
 }
-
-const OUTCOMES: Readonly<Record<string, SuggestionState>> = {
-  started: SuggestionState.STARTED,
-  drafted: SuggestionState.DRAFTED,
-  dismissed: SuggestionState.DISMISSED,
-};
 
 /** The time of a record: its `time` field in ms, else the ms part of its stream id. */
 function recordTime(record: LogRecord) {
@@ -56,21 +51,16 @@ export function offeredSuggestion(sessionId: string, record: LogRecord): Suggest
 }
 
 /**
- * Applies a `settled` record to its offer when the outcome fits: started, drafted and
- * dismissed fit an open offer, restored fits a dismissed one; anything else changes
- * nothing. The one place where a settlement changes a `Suggestion`.
+ * Applies a `settled` record to its offer when the outcome fits (settlement.ts `fits`);
+ * anything else changes nothing. The one place where a settlement changes a
+ * `Suggestion`.
  */
 function applySettlement(offer: Suggestion, record: LogRecord): void {
-  const outcome = record.fields.outcome ?? "";
-  const settledAs = OUTCOMES[outcome];
-  if (settledAs !== undefined && offer.state === SuggestionState.OPEN) {
-    offer.state = settledAs;
-    offer.chatId = settledAs === SuggestionState.STARTED ? (record.fields.chat ?? "") : "";
-    offer.settledAt = recordTime(record);
-  } else if (outcome === "restored" && offer.state === SuggestionState.DISMISSED) {
-    offer.state = SuggestionState.OPEN;
-    offer.settledAt = undefined;
-  }
+  const outcome = record.fields.outcome;
+  if (!isOutcome(outcome) || !fits(offer.state, outcome)) return;
+  offer.state = stateAfter(outcome);
+  offer.chatId = outcome === "started" ? (record.fields.chat ?? "") : "";
+  offer.settledAt = outcome === "restored" ? undefined : recordTime(record);
 }
 
 /** Splits offers (in offer order) into the two lists. */
@@ -91,9 +81,8 @@ function listsOf(byId: Map<string, Suggestion>): SuggestionLists {
  * projection instead and this stays the reading the tests compare it with:
  * - an `offered` record with an id not seen before is an open offer; a repeated id is
  *   ignored;
- * - a `settled` record changes its offer only when the outcome fits: started, drafted
- *   and dismissed fit an open offer, restored fits a dismissed one; a settlement that
- *   names no offer, or does not fit, changes nothing;
+ * - a `settled` record changes its offer only when the outcome fits (settlement.ts):
+ *   a settlement that names no offer, or does not fit, changes nothing;
  * - the character limits are not checked, so a log written under older limits opens;
  * - records of other kinds are skipped, so the stream can be shared with other writers.
  */

@@ -1,26 +1,63 @@
-import {
-  readToolDeclaration,
-  suggestTaskDeclaration,
-  type ToolArgument,
-  type ToolDeclaration,
-} from "../../sdk/src/tool-declaration.js";
+import { type DescMessage, getOption, hasOption } from "@bufbuild/protobuf";
+import { SuggestTaskArgsSchema } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import { tool, tool_field } from "../../gen/oda/suggest/v1/tool_options_pb.js";
 
 /**
- * The reading of a tool's descriptions and limits from the proto's custom options lives in
- * the SDK (sdk/src/tool-declaration.ts), so that the service's validation and the SDK's JSON
- * schema are built by the same code from the same options. These are the service's names
- * for it.
+ * A tool's descriptions and field limits are declared once, in the proto's custom
+ * options (`(oda.suggest.v1.tool)` on the arguments message, `(tool_field)` on each
+ * field). The service validates with what this module reads from them; the SDK reads
+ * the same options from the same gen/ for the JSON schema a model sees
+ * (sdk/src/tool-declaration.ts), so a change to the proto moves both
+ * (test/sdk/sdk-tool.test.ts edits an option and sees both follow).
  */
 
 /** One tool argument as the proto declares it. */
-export type ToolFieldSpec = ToolArgument;
+export interface ToolFieldSpec {
+  /** The proto field's name, which is also the argument's name ("title"). */
+  readonly name: string;
+  /** The field's JSON name. */
+  readonly jsonName: string;
+  /** The description the model sees. */
+  readonly description: string;
+  /** The most Unicode code points the trimmed value may hold. */
+  readonly maxCodePoints: number;
+}
 
 /** A tool as the proto declares it on its arguments message. */
-export type ToolSpec = ToolDeclaration;
+export interface ToolSpec {
+  /** The tool's name as a model calls it ("suggest_task"). */
+  readonly name: string;
+  /** The tool's description, the reference's text. */
+  readonly description: string;
+  /** The arguments in declaration order, which is also the order they are checked in. */
+  readonly fields: readonly ToolFieldSpec[];
+}
 
-/** Reads a tool's name, description and argument limits from its arguments message. */
-export const toolSpecOf: (message: Parameters<typeof readToolDeclaration>[0]) => ToolSpec =
-  readToolDeclaration;
+/**
+ * Reads a tool's name, description and argument limits from its arguments message (a
+ * generated descriptor, or one loaded from a descriptor set).
+ *
+ * @throws Error when the message or one of its fields declares no option.
+ */
+export function toolSpecOf(message: DescMessage): ToolSpec {
+  if (!hasOption(message, tool)) {
+    throw new Error(`${message.typeName} declares no (oda.suggest.v1.tool) option`);
+  }
+  const spec = getOption(message, tool);
+  const fields = message.fields.map((field) => {
+    if (!hasOption(field, tool_field)) {
+      throw new Error(`${message.typeName}.${field.name} declares no (tool_field) option`);
+    }
+    const option = getOption(field, tool_field);
+    return Object.freeze({
+      name: field.name,
+      jsonName: field.jsonName,
+      description: option.description,
+      maxCodePoints: option.maxCodePoints,
+    });
+  });
+  return Object.freeze({ name: spec.name, description: spec.description, fields });
+}
 
-/** The suggest_task tool as declared on `SuggestTaskArgs`. */
-export const suggestTaskTool: ToolSpec = suggestTaskDeclaration;
+/** The suggest_task tool as `SuggestTaskArgs` declares it. */
+export const suggestTaskTool: ToolSpec = toolSpecOf(SuggestTaskArgsSchema);

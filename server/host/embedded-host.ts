@@ -29,7 +29,6 @@ import {
   SessionSchema,
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { requireId, requireIdempotencyKey } from "../domain/ids.js";
-import { dependencyError } from "../rpc/errors.js";
 import { hostKeys } from "../store/keys.js";
 import type { ChatHost } from "./chat-host.js";
 
@@ -206,7 +205,7 @@ export class EmbeddedChatHost implements ChatHost {
         .exec(),
     );
     const [chatBytes, sessionBytes, messageList] = (replies ?? []).map(([err, value]) => {
-      if (err) throw dependencyError(err, "the embedded chat host's Redis");
+      if (err) throw err;
       return value;
     }) as [Buffer | null, Buffer | null, Buffer[]];
     if (chatBytes === null && sessionBytes === null) throw noChat(chatId);
@@ -221,13 +220,12 @@ export class EmbeddedChatHost implements ChatHost {
     return chat;
   }
 
-  /** Runs a Redis call, answering UNAVAILABLE when Redis does not answer. */
-  private async call<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (err) {
-      throw dependencyError(err, "the embedded chat host's Redis");
-    }
+  /**
+   * Runs a Redis call. Its failure goes up as it is: the RPC layer names it
+   * (rpc/host-service.ts, rpc/errors.ts `dependencyError`).
+   */
+  private call<T>(fn: () => Promise<T>): Promise<T> {
+    return fn();
   }
 }
 

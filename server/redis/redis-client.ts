@@ -1,5 +1,4 @@
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
-import { defineScripts } from "../store/scripts.js";
 import { clusterSubscriber } from "./cluster-subscriber.js";
 import { type ClusterSeed, parseRedisUrl } from "./redis-url.js";
 
@@ -46,16 +45,14 @@ export const defaultClusterOptions: Readonly<ClusterOptions> = Object.freeze({
 const clusterSeeds = new WeakMap<Cluster, readonly ClusterSeed[]>();
 
 /**
- * A client of the Redis that `url` names, with the service's scripts defined on it:
- * `redis://` and `rediss://` make a `Redis`, `redis+cluster://` and `rediss+cluster://`
- * (see `parseRedisUrl`) a `Cluster`.
+ * A client of the Redis that `url` names: `redis://` and `rediss://` make a `Redis`,
+ * `redis+cluster://` and `rediss+cluster://` (see `parseRedisUrl`) a `Cluster`. The
+ * store defines its scripts on it (store/scripts.ts `createRedisClient`).
  */
-export function createRedisClient(url: string): RedisClient {
+export function connectRedis(url: string): RedisClient {
   const target = parseRedisUrl(url);
   if (target.kind === "single") {
-    const client = new Redis(url, { ...defaultRedisOptions });
-    defineScripts(client);
-    return client;
+    return new Redis(url, { ...defaultRedisOptions });
   }
   const client = new Cluster(
     target.seeds.map((s) => ({ ...s })),
@@ -71,7 +68,6 @@ export function createRedisClient(url: string): RedisClient {
   );
   holdCallsOnlyUntilReady(client);
   clusterSeeds.set(client, target.seeds);
-  defineScripts(client);
   return client;
 }
 

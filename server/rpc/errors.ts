@@ -1,129 +1,22 @@
-import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import {
   RefusalReason,
   SuggestionErrorSchema,
-  SuggestionState,
   SuggestTaskRefusalSchema,
-  WorkspaceMissingReason,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import {
+  describeFailure,
+  SUGGESTION_ERROR_DOMAIN,
+  type SuggestionFailure,
+} from "../domain/failures.js";
+import { describeRefusal, REFUSAL_DOMAIN, type Refusal } from "../domain/refusals.js";
 
-/** The reference's failure codes of the list, settle and start RPCs. */
-export const SuggestionErrorCode = {
-  NotFound: "task-suggestion/not-found",
-  NotOpen: "task-suggestion/not-open",
-  OpenLimit: "task-suggestion/open-limit",
-  WorkspaceMissing: "task-suggestion/workspace-missing",
-} as const;
-
-/** The ErrorInfo domain of SuggestionError failures. */
-export const SUGGESTION_ERROR_DOMAIN = "task-suggestion";
-/** The ErrorInfo domain of the tool's refusals. */
-export const REFUSAL_DOMAIN = "suggest_task";
-
-/** The reference's success line for a recorded offer. */
-export function successLine(title: string): string {
-  return `Suggested "${title}". The user decides whether to start it; do not start it yourself.`;
-}
-
-/** The lowercase word of a state, as the reference's messages use it. */
-export function stateWord(state: SuggestionState): string {
-  switch (state) {
-    case SuggestionState.OPEN:
-      return "open";
-    case SuggestionState.STARTED:
-      return "started";
-    case SuggestionState.DRAFTED:
-      return "drafted";
-    case SuggestionState.DISMISSED:
-      return "dismissed";
-    default:
-      return "unspecified";
-  }
-}
-
-/** A refusal of suggest_task as its detail describes it. */
-export type Refusal =
-  | {
-      reason:
-        | RefusalReason.NOT_TOP_LEVEL
-        | RefusalReason.NO_SESSION
-        | RefusalReason.SCHEDULED_TASK_FOLDER
-        | RefusalReason.NO_OPEN_TURN
-        | RefusalReason.LIFETIME_LIMIT
-        | RefusalReason.OPEN_LIMIT
-        | RefusalReason.TURN_LIMIT;
-    }
-  | { reason: RefusalReason.FIELD_EMPTY; field: string; limit: number }
-  | { reason: RefusalReason.FIELD_TOO_LONG; field: string; limit: number; got: number };
-
-/** The quota limits of the tool, as the reference states them. */
-export const LIFETIME_LIMIT = 10;
-export const OPEN_LIMIT = 3;
-export const TURN_LIMIT = 1;
-
-/** The reference's text, the gRPC code and the detail values of each refusal. */
-function describeRefusal(r: Refusal): { message: string; code: Code; limit: number } {
-  switch (r.reason) {
-    case RefusalReason.NOT_TOP_LEVEL:
-      return {
-        message:
-          "suggest_task is only for the top-level agent; report the follow-up in your result instead.",
-        code: Code.PermissionDenied,
-        limit: 0,
-      };
-    case RefusalReason.NO_SESSION:
-      return {
-        message: "suggest_task requires an owning agent session",
-        code: Code.FailedPrecondition,
-        limit: 0,
-      };
-    case RefusalReason.SCHEDULED_TASK_FOLDER:
-      return {
-        message:
-          "suggest_task: this chat runs in a scheduled task folder, where no new chat can start; offer no suggestions here",
-        code: Code.FailedPrecondition,
-        limit: 0,
-      };
-    case RefusalReason.NO_OPEN_TURN:
-      return {
-        message: "suggest_task: requires an open model turn",
-        code: Code.FailedPrecondition,
-        limit: 0,
-      };
-    case RefusalReason.LIFETIME_LIMIT:
-      return {
-        message: `suggest_task: this chat already offered ${LIFETIME_LIMIT} suggestions; offer no more`,
-        code: Code.ResourceExhausted,
-        limit: LIFETIME_LIMIT,
-      };
-    case RefusalReason.OPEN_LIMIT:
-      return {
-        message: `suggest_task: ${OPEN_LIMIT} suggestions already wait for the user; offer no more until one is started or dismissed`,
-        code: Code.ResourceExhausted,
-        limit: OPEN_LIMIT,
-      };
-    case RefusalReason.TURN_LIMIT:
-      return {
-        message: "suggest_task: one suggestion per turn; this turn already offered one",
-        code: Code.ResourceExhausted,
-        limit: TURN_LIMIT,
-      };
-    case RefusalReason.FIELD_EMPTY:
-      return {
-        message: `suggest_task: ${r.field} must not be empty`,
-        code: Code.InvalidArgument,
-        limit: r.limit,
-      };
-    case RefusalReason.FIELD_TOO_LONG:
-      return {
-        message: `suggest_task: ${r.field} must be at most ${r.limit} characters (got ${r.got})`,
-        code: Code.InvalidArgument,
-        limit: r.limit,
-      };
-  }
-}
+/**
+ * The one module that turns failures into `ConnectError`s with typed details, as
+ * connect-node's node-error.ts does for its own: the domain says what a refusal or a
+ * failure is (domain/refusals.ts, domain/failures.ts); this builds the wire error.
+ */
 
 /**
  * The error a refused suggest_task call answers with: the reference's exact text as the
@@ -147,17 +40,6 @@ export function refusalError(r: Refusal): ConnectError {
   ]);
 }
 
-/** A failure of the list, settle and start RPCs as its payload describes it. */
-export type SuggestionFailure =
-  | { code: typeof SuggestionErrorCode.NotFound; suggestionId: string }
-  | { code: typeof SuggestionErrorCode.NotOpen; suggestionId: string; state: SuggestionState }
-  | { code: typeof SuggestionErrorCode.OpenLimit; limit: number }
-  | {
-      code: typeof SuggestionErrorCode.WorkspaceMissing;
-      sessionId: string;
-      reason: WorkspaceMissingReason;
-    };
-
 /**
  * The error a failed list, settle or start call answers with: the reference's message,
  * the design's gRPC code, a `SuggestionError` with its typed payload and an `ErrorInfo`
@@ -180,48 +62,6 @@ export function suggestionError(f: SuggestionFailure): ConnectError {
       },
     },
   ]);
-}
-
-/** The message, gRPC code, typed payload and ErrorInfo metadata of each failure. */
-function describeFailure(f: SuggestionFailure): {
-  message: string;
-  code: Code;
-  payload: MessageInitShape<typeof SuggestionErrorSchema>["payload"];
-  metadata: Record<string, string>;
-} {
-  switch (f.code) {
-    case SuggestionErrorCode.NotFound:
-      return {
-        message: `no suggestion "${f.suggestionId}"`,
-        code: Code.NotFound,
-        payload: { case: "notFound", value: { suggestionId: f.suggestionId } },
-        metadata: { suggestionId: f.suggestionId },
-      };
-    case SuggestionErrorCode.NotOpen:
-      return {
-        message: `suggestion "${f.suggestionId}" is ${stateWord(f.state)}`,
-        code: Code.FailedPrecondition,
-        payload: { case: "notOpen", value: { suggestionId: f.suggestionId, state: f.state } },
-        metadata: { suggestionId: f.suggestionId, state: stateWord(f.state) },
-      };
-    case SuggestionErrorCode.OpenLimit:
-      return {
-        message: `${f.limit} suggestions are already open`,
-        code: Code.ResourceExhausted,
-        payload: { case: "openLimit", value: { limit: f.limit } },
-        metadata: { limit: String(f.limit) },
-      };
-    case SuggestionErrorCode.WorkspaceMissing:
-      return {
-        message:
-          f.reason === WorkspaceMissingReason.SCHEDULED_TASK_FOLDER
-            ? `session "${f.sessionId}" runs in a scheduled task's folder`
-            : `session "${f.sessionId}" belongs to no workspace`,
-        code: Code.FailedPrecondition,
-        payload: { case: "workspaceMissing", value: { sessionId: f.sessionId, reason: f.reason } },
-        metadata: { sessionId: f.sessionId, reason: WorkspaceMissingReason[f.reason] },
-      };
-  }
 }
 
 /**

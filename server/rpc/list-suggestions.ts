@@ -7,10 +7,11 @@ import {
   type ListSuggestionsResponse,
   ListSuggestionsResponseSchema,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import { SuggestionErrorCode } from "../domain/failures.js";
 import type { SuggestionLists } from "../domain/fold.js";
 import { requireId } from "../domain/ids.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
-import { dependencyError, SuggestionErrorCode, suggestionError } from "./errors.js";
+import { dependencyError, suggestionError } from "./errors.js";
 
 /** What the list and get handlers need. */
 export interface ListSuggestionsDeps {

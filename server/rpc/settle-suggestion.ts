@@ -11,17 +11,17 @@ import {
   type RestoreSuggestionResponse,
   RestoreSuggestionResponseSchema,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import { SuggestionErrorCode } from "../domain/failures.js";
 import { requireId } from "../domain/ids.js";
+import { OPEN_LIMIT } from "../domain/limits.js";
+import type { UserOutcome } from "../domain/settlement.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
-import { dependencyError, OPEN_LIMIT, SuggestionErrorCode, suggestionError } from "./errors.js";
+import { dependencyError, suggestionError } from "./errors.js";
 
 /** What the settle handlers need. */
 export interface SettleSuggestionDeps {
   readonly store: SuggestionStore;
 }
-
-/** The outcomes these handlers record; `started` belongs to StartSuggestion. */
-export type UserOutcome = "drafted" | "dismissed" | "restored";
 
 /** The ids a settle request carries. */
 interface SettleRequest {

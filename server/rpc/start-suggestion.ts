@@ -1,13 +1,6 @@
-import { createHash } from "node:crypto";
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import {
-  type ChatSettings,
-  ChatSettingsSchema,
-  FolderKind,
-  MessageAuthor,
-  type Session,
-} from "../../gen/oda/suggest/v1/chat_host_pb.js";
+import { MessageAuthor, type Session } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import {
   type Suggestion,
   SuggestionState,
@@ -18,50 +11,27 @@ import {
   type StartSuggestionResponse,
   StartSuggestionResponseSchema,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import { SuggestionErrorCode } from "../domain/failures.js";
 import type { SuggestionLists } from "../domain/fold.js";
 import { isValidId, requireId } from "../domain/ids.js";
+import {
+  startedChatSettings,
+  startIdempotencyKeys,
+  workspaceMissing,
+} from "../domain/started-chat.js";
 import type { ChatHost } from "../host/chat-host.js";
 import type { HeldStartLock } from "../store/held-start-lock.js";
-import { type StartLocks, type StartResult, startLocksFor } from "../store/start-locks.js";
+import type { StartResult } from "../store/start-lock-protocol.js";
+import type { StartLocks } from "../store/start-locks.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
-import { dependencyError, SuggestionErrorCode, suggestionError } from "./errors.js";
+import { dependencyError, suggestionError } from "./errors.js";
 
 /** What StartSuggestion needs. */
 export interface StartSuggestionDeps {
   readonly store: SuggestionStore;
   readonly host: ChatHost;
-  /** The instance's single-flight locks; the store's client's defaults when absent. */
-  readonly startLocks?: StartLocks | undefined;
-}
-
-/**
- * The idempotency keys of one Start, derived from (session, suggestion) only, so that
- * every Start of a suggestion, on any instance, before or after a crash, asks the host
- * for the same chat and the same brief. Hashed to a fixed length that any host accepts.
- */
-export function startIdempotencyKeys(
-  sessionId: string,
-  suggestionId: string,
-): { readonly chat: string; readonly brief: string } {
-  const digest = createHash("sha256").update(`${sessionId}\n${suggestionId}`).digest("base64url");
-  return { chat: `suggest-task:chat:${digest}`, brief: `suggest-task:brief:${digest}` };
-}
-
-/**
- * What a chat started from a suggestion runs as: the offering chat's model and
- * permission, plus its preset (sandbox and approval left unset, for the host to take
- * from the preset), or, with no preset, its sandbox and approval. The permission is
- * always the offering chat's, carried explicitly, so that a preset that would default to
- * more (a read-only chat on a full-access preset) cannot raise it: a started chat never
- * runs with more permission than the chat that offered it (test/rpc/start-settings.test.ts).
- */
-export function startedChatSettings(
-  offering: ChatSettings | undefined,
-): MessageInitShape<typeof ChatSettingsSchema> {
-  const s = offering ?? create(ChatSettingsSchema);
-  return s.presetId !== ""
-    ? { presetId: s.presetId, model: s.model, permission: s.permission }
-    : { model: s.model, permission: s.permission, sandbox: s.sandbox, approval: s.approval };
+  /** The instance's single-flight locks (one shared Redis subscriber). */
+  readonly startLocks: StartLocks;
 }
 
 /**
@@ -83,7 +53,7 @@ export async function startSuggestion(
   const sessionId = requireId("session_id", request.sessionId);
   const suggestionId = requireId("suggestion_id", request.suggestionId);
   const session = await offeringSession(deps, sessionId, suggestionId);
-  const locks = deps.startLocks ?? startLocksFor(deps.store.redis);
+  const locks = deps.startLocks;
   const until = Date.now() + locks.maxWaitMs;
   let briefPosted = false;
   for (;;) {
@@ -120,9 +90,13 @@ export async function startSuggestion(
 
 /**
  * The holder's part: create the chat (idempotent by key), record `started` only if the
- * offer is still open, post the brief (idempotent by key), and tell the waiters. A
- * suggestion dismissed or drafted meanwhile gets no brief and answers not-open; its
- * chat stays empty.
+ * offer is still open, post the brief (idempotent by key), and tell the waiters.
+ *
+ * The dismissal window (the reference, "What Start does"): between CreateChat and the
+ * atomic `started` step the person may dismiss (or draft) the suggestion. The step then
+ * answers not-open, no brief is posted, the suggestion stays dismissed and its chat
+ * stays empty; starting it again fails with task-suggestion/not-open
+ * (test/rpc/start.test.ts, "a dismissal during creation").
  */
 async function startHeld(
   deps: StartSuggestionDeps,
@@ -205,19 +179,9 @@ async function offeringSession(
       reason: WorkspaceMissingReason.NO_WORKSPACE,
     });
   }
-  if (session.workspaceId === "") {
-    throw suggestionError({
-      code: SuggestionErrorCode.WorkspaceMissing,
-      sessionId,
-      reason: WorkspaceMissingReason.NO_WORKSPACE,
-    });
-  }
-  if (session.folder === FolderKind.SCHEDULED_TASK) {
-    throw suggestionError({
-      code: SuggestionErrorCode.WorkspaceMissing,
-      sessionId,
-      reason: WorkspaceMissingReason.SCHEDULED_TASK_FOLDER,
-    });
+  const reason = workspaceMissing(session);
+  if (reason !== undefined) {
+    throw suggestionError({ code: SuggestionErrorCode.WorkspaceMissing, sessionId, reason });
   }
   return session;
 }

@@ -13,10 +13,11 @@ import {
   SuggestTaskResponseSchema,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { checkOptionalId, checkRuntimeId } from "../domain/ids.js";
+import { type Refusal, successLine } from "../domain/refusals.js";
 import { suggestTaskTool, type ToolSpec } from "../domain/tool-declaration.js";
 import type { ChatHost } from "../host/chat-host.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
-import { dependencyError, type Refusal, refusalError, successLine } from "./errors.js";
+import { dependencyError, refusalError } from "./errors.js";
 
 /** What the suggest_task handler needs. */
 export interface SuggestTaskDeps {

@@ -16,10 +16,10 @@ export interface SuggestionServiceDeps {
   readonly host: ChatHost;
   /** Makes the id of a new offer; random by default. */
   readonly newId?: () => string;
-  /** The instance's StartSuggestion locks (one Redis subscriber); server.ts makes it. */
-  readonly startLocks?: StartLocks | undefined;
-  /** The instance's WatchSuggestions fan-out (one Redis subscriber); server.ts makes it. */
-  readonly watchHub?: WatchHub | undefined;
+  /** The instance's StartSuggestion locks; server.ts makes it. */
+  readonly startLocks: StartLocks;
+  /** The instance's WatchSuggestions fan-out; server.ts makes it. */
+  readonly watchHub: WatchHub;
 }
 
 /**

@@ -7,11 +7,12 @@ import {
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { requireId } from "../domain/ids.js";
 import type { WatchHub } from "../store/watch-hub.js";
+import { dependencyError } from "./errors.js";
 
 /** What the watch handler needs. */
 export interface WatchSuggestionsDeps {
-  /** The instance's fan-out; without one, WatchSuggestions answers UNIMPLEMENTED. */
-  readonly watchHub?: WatchHub | undefined;
+  /** The instance's fan-out. */
+  readonly watchHub: WatchHub;
 }
 
 /**
@@ -26,11 +27,12 @@ export async function* watchSuggestions(
   context: HandlerContext,
 ): AsyncGenerator<WatchSuggestionsResponse, void> {
   const sessionId = requireId("session_id", request.sessionId);
-  if (deps.watchHub === undefined) {
-    throw new ConnectError("WatchSuggestions needs a watch hub", Code.Unimplemented);
-  }
-  for await (const { open, settled } of deps.watchHub.watch(sessionId, context.signal)) {
-    yield create(WatchSuggestionsResponseSchema, { open, settled });
+  try {
+    for await (const { open, settled } of deps.watchHub.watch(sessionId, context.signal)) {
+      yield create(WatchSuggestionsResponseSchema, { open, settled });
+    }
+  } catch (err) {
+    throw dependencyError(err, "the suggestion store");
   }
   const reason: unknown = context.signal.aborted ? context.signal.reason : undefined;
   if (reason instanceof ConnectError && reason.code === Code.DeadlineExceeded) throw reason;

@@ -1,6 +1,10 @@
 import type { Cluster, Redis } from "ioredis";
 import { startLockKey, startResultChannel } from "./keys.js";
-import type { StartLockSettings, StartResult } from "./start-locks.js";
+import {
+  type StartLockSettings,
+  type StartResult,
+  startResultMessage,
+} from "./start-lock-protocol.js";
 
 /**
  * A held lock: renewed every third of its lifetime with a compare-and-PEXPIRE
@@ -67,7 +71,7 @@ export class HeldStartLock {
       this.#key,
       this.#channel,
       this.#token,
-      `${this.#suggestionId} ${result}`,
+      startResultMessage(this.#suggestionId, result),
     );
     return held === 1;
   }

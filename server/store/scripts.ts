@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import type { Cluster, Redis, Result } from "ioredis";
+import { connectRedis, type RedisClient } from "../redis/redis-client.js";
 
 /** Where the `.lua` files live, beside this module in the source tree and in `dist/`. */
 const LUA_DIR = new URL("./lua/", import.meta.url);
@@ -31,6 +32,16 @@ export function loadScripts(): readonly ScriptSource[] {
 }
 
 let cached: readonly ScriptSource[] | undefined;
+
+/**
+ * A client of the Redis that `url` names with every script of the service defined on
+ * it: what the service, the tests and the bench use.
+ */
+export function createRedisClient(url: string): RedisClient {
+  const client = connectRedis(url);
+  defineScripts(client);
+  return client;
+}
 
 /** Registers every script on a client with `defineCommand`, once per client. */
 export function defineScripts(client: Redis | Cluster): void {

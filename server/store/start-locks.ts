@@ -1,35 +1,15 @@
 import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Cluster, Redis } from "ioredis";
-import { subscriberConnection } from "../redis/redis-client.js";
 import { HeldStartLock } from "./held-start-lock.js";
 import { startLockKey, startResultChannel } from "./keys.js";
-
-/** How a Start's single-flight lock behaves. */
-export interface StartLockSettings {
-  /** The lock's lifetime in ms; its holder renews it every third of that. */
-  readonly ttlMs: number;
-  /**
-   * The longest a holder keeps renewing, in ms. A holder stuck longer (a host that hangs,
-   * a paused process) lets the lock lapse so that another caller can finish the Start;
-   * the downstream calls are idempotent, so both still make one chat with one brief
-   * (test/rpc/start-stall.test.ts).
-   */
-  readonly maxHoldMs: number;
-}
-
-/** The defaults, frozen. */
-export const defaultStartLockSettings: Readonly<StartLockSettings> = Object.freeze({
-  ttlMs: 10_000,
-  maxHoldMs: 60_000,
-});
-
-/**
- * How a holder's Start ended, as it tells the callers waiting for it: `delivered` (the
- * suggestion is started and its brief posted) or `released` (it stopped without that:
- * the suggestion was no longer open, or a call failed), so a waiter checks again.
- */
-export type StartResult = "delivered" | "released";
+import type { ChannelListener, PubSub } from "./pubsub.js";
+import {
+  defaultStartLockSettings,
+  parseStartResult,
+  type StartLockSettings,
+  type StartResult,
+} from "./start-lock-protocol.js";
 
 /**
  * What a caller got when it asked for the lock: the lock itself, the holder's result,
@@ -44,22 +24,20 @@ export type LockTurn =
 const EXPIRY_SLACK_MS = 25;
 
 /** One caller waiting for the result of one suggestion's Start. */
-class Inbox {
+class Inbox implements ChannelListener {
   #result: StartResult | "lapsed" | undefined;
   #wake: (() => void) | undefined;
 
   constructor(readonly suggestionId: string) {}
 
   /** Takes a message of the session's channel; others' suggestions are ignored. */
-  deliver(message: string): void {
-    const space = message.lastIndexOf(" ");
-    if (message.slice(0, space) !== this.suggestionId) return;
-    const result = message.slice(space + 1);
-    if (result === "delivered" || result === "released") this.#settle(result);
+  message(message: string): void {
+    const heard = parseStartResult(message);
+    if (heard?.suggestionId === this.suggestionId) this.#settle(heard.result);
   }
 
   /** The subscription was lost for a while: messages may be missing, so check again. */
-  recheck(): void {
+  resync(): void {
     this.#settle("lapsed");
   }
 
@@ -113,22 +91,16 @@ class Inbox {
 export class StartLocks {
   readonly settings: Readonly<StartLockSettings>;
   readonly #redis: Redis | Cluster;
-  readonly #connect: () => Redis | Cluster;
-  readonly #inboxes = new Map<string, Set<Inbox>>();
-  readonly #subscriptions = new Map<string, Promise<unknown>>();
-  #subscriber: Redis | Cluster | undefined;
+  readonly #pubsub: PubSub;
 
   /**
    * @param redis takes, renews and releases locks.
-   * @param connect makes the subscriber connection, opened at the first wait.
+   * @param pubsub the instance's subscriber, shared with the watch hub.
+   * @param settings beyond the defaults (start-lock-protocol.ts).
    */
-  constructor(
-    redis: Redis | Cluster,
-    settings: Partial<StartLockSettings> = {},
-    connect: () => Redis | Cluster = () => subscriberConnection(redis),
-  ) {
+  constructor(redis: Redis | Cluster, pubsub: PubSub, settings: Partial<StartLockSettings> = {}) {
     this.#redis = redis;
-    this.#connect = connect;
+    this.#pubsub = pubsub;
     this.settings = Object.freeze({ ...defaultStartLockSettings, ...settings });
   }
 
@@ -153,7 +125,8 @@ export class StartLocks {
     const channel = startResultChannel(sessionId);
     const key = startLockKey(sessionId, suggestionId);
     const inbox = new Inbox(suggestionId);
-    await this.#listen(channel, inbox);
+    // Subscribed before the lock is tried, so no result can slip between the two.
+    await this.#pubsub.listen(channel, inbox);
     try {
       const token = randomBytes(16).toString("hex");
       const taken = await this.#redis.set(key, token, "PX", this.settings.ttlMs, "NX");
@@ -170,84 +143,7 @@ export class StartLocks {
         kind: await inbox.next(Math.min(expiresIn, options.until - Date.now()), options.signal),
       };
     } finally {
-      this.#unlisten(channel, inbox);
+      this.#pubsub.unlisten(channel, inbox);
     }
   }
-
-  /** Closes the subscriber connection; callers still waiting wake when their locks lapse. */
-  async close(): Promise<void> {
-    const subscriber = this.#subscriber;
-    this.#subscriber = undefined;
-    this.#subscriptions.clear();
-    await subscriber?.quit().catch(() => subscriber.disconnect());
-  }
-
-  #subscriberConnection(): Redis | Cluster {
-    if (this.#subscriber !== undefined) return this.#subscriber;
-    const subscriber = this.#connect();
-    let readyBefore = false;
-    subscriber.on("error", () => {
-      // ioredis reconnects and subscribes again on its own; waiters also have a timer.
-    });
-    subscriber.on("ready", () => {
-      // Messages published while the connection was down are lost: check again.
-      if (readyBefore)
-        for (const inboxes of this.#inboxes.values()) for (const i of inboxes) i.recheck();
-      readyBefore = true;
-    });
-    subscriber.on("message", (channel: string, message: string) => {
-      for (const inbox of this.#inboxes.get(channel) ?? []) inbox.deliver(message);
-    });
-    this.#subscriber = subscriber;
-    return subscriber;
-  }
-
-  /** Adds an inbox to a channel, subscribing it first if new; resolves once subscribed. */
-  async #listen(channel: string, inbox: Inbox): Promise<void> {
-    let inboxes = this.#inboxes.get(channel);
-    if (inboxes === undefined) {
-      inboxes = new Set();
-      this.#inboxes.set(channel, inboxes);
-    }
-    inboxes.add(inbox);
-    let subscribed = this.#subscriptions.get(channel);
-    if (subscribed === undefined) {
-      subscribed = this.#subscriberConnection().subscribe(channel);
-      this.#subscriptions.set(channel, subscribed);
-    }
-    try {
-      await subscribed;
-    } catch (err) {
-      this.#unlisten(channel, inbox);
-      if (this.#subscriptions.get(channel) === subscribed) this.#subscriptions.delete(channel);
-      throw err;
-    }
-  }
-
-  /** Removes an inbox; the last one of a channel unsubscribes it. */
-  #unlisten(channel: string, inbox: Inbox): void {
-    const inboxes = this.#inboxes.get(channel);
-    if (inboxes === undefined || !inboxes.delete(inbox) || inboxes.size > 0) return;
-    this.#inboxes.delete(channel);
-    if (this.#subscriptions.delete(channel)) {
-      this.#subscriber?.unsubscribe(channel).catch(() => {
-        // The connection is gone, and with it the subscription.
-      });
-    }
-  }
-}
-
-const shared = new WeakMap<object, StartLocks>();
-
-/**
- * The StartLocks of a Redis client with default settings, for handlers built without
- * one (routes made directly in tests); a server makes its own and closes it.
- */
-export function startLocksFor(redis: Redis | Cluster): StartLocks {
-  let locks = shared.get(redis);
-  if (locks === undefined) {
-    locks = new StartLocks(redis);
-    shared.set(redis, locks);
-  }
-  return locks;
 }

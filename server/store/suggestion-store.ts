@@ -8,7 +8,8 @@ import {
   parseEntries,
   type SuggestionLists,
 } from "../domain/fold.js";
-import { LIFETIME_LIMIT, OPEN_LIMIT } from "../rpc/errors.js";
+import { LIFETIME_LIMIT, OPEN_LIMIT } from "../domain/limits.js";
+import { type Outcome, STANDING_WORDS } from "../domain/settlement.js";
 import { sessionKeys } from "./keys.js";
 import type { ScriptReply } from "./scripts.js";
 
@@ -37,9 +38,6 @@ enum OfferStatus {
   Checked = 5,
 }
 
-/** The outcomes a settlement may record. */
-export type Outcome = "started" | "drafted" | "dismissed" | "restored";
-
 /** What the atomic settle step answered; mirrors the status codes of lua/settle-3.lua. */
 export interface SettleOutcome {
   readonly kind: "recorded" | "already" | "not-found" | "not-open" | "open-limit";
@@ -51,13 +49,6 @@ export interface SettleOutcome {
 
 const SETTLE_KINDS = ["recorded", "already", "not-found", "not-open", "open-limit"] as const;
 
-const STATES: Readonly<Record<string, SuggestionState>> = {
-  open: SuggestionState.OPEN,
-  started: SuggestionState.STARTED,
-  drafted: SuggestionState.DRAFTED,
-  dismissed: SuggestionState.DISMISSED,
-};
-
 /** Reads the reply of lua/settle-3.lua. */
 function settleOutcome(reply: ScriptReply): SettleOutcome {
   const kind = SETTLE_KINDS[reply[0] as number];
@@ -66,7 +57,7 @@ function settleOutcome(reply: ScriptReply): SettleOutcome {
   }
   return {
     kind,
-    state: STATES[reply[1] as string] ?? SuggestionState.UNSPECIFIED,
+    state: STANDING_WORDS[reply[1] as string] ?? SuggestionState.UNSPECIFIED,
     chatId: reply[2] as string,
   };
 }

@@ -1,8 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Cluster, Redis } from "ioredis";
 import type { SuggestionLists } from "../domain/fold.js";
-import { dependencyError } from "../rpc/errors.js";
 import { sessionKeys } from "./keys.js";
+import type { ChannelListener, PubSub } from "./pubsub.js";
 import type { ListsSnapshot as Snapshot, SuggestionStore } from "./suggestion-store.js";
 
 /**
@@ -12,7 +11,8 @@ import type { ListsSnapshot as Snapshot, SuggestionStore } from "./suggestion-st
 class Watcher {
   #pending: Snapshot | undefined;
   #version: string | undefined;
-  #error: ConnectError | undefined;
+  #failed = false;
+  #error: unknown;
   #ended = false;
   #wake: (() => void) | undefined;
 
@@ -25,9 +25,10 @@ class Watcher {
   }
 
   /** Ends the watch with an error (Redis failed under it). */
-  fail(error: ConnectError): void {
+  fail(error: unknown): void {
     if (this.#ended) return;
     this.#error = error;
+    this.#failed = true;
     this.#ended = true;
     this.#wake?.();
   }
@@ -41,7 +42,7 @@ class Watcher {
   /** The next lists to send; undefined once ended. */
   async next(): Promise<Snapshot | undefined> {
     for (;;) {
-      if (this.#error !== undefined) throw this.#error;
+      if (this.#failed) throw this.#error;
       if (this.#ended) return undefined;
       const pending = this.#pending;
       if (pending !== undefined) {
@@ -61,8 +62,10 @@ interface SessionWatch {
   readonly sessionId: string;
   readonly channel: string;
   readonly watchers: Set<Watcher>;
+  /** Hears the session's changes on the shared subscriber. */
+  readonly listener: ChannelListener;
   /** Settles once Redis has acknowledged the SUBSCRIBE. */
-  readonly subscribed: Promise<unknown>;
+  subscribed: Promise<unknown>;
   /** A read of the lists is in flight. */
   refreshing: boolean;
   /** A change arrived (or a watcher joined) during that read: read once more. */
@@ -71,7 +74,7 @@ interface SessionWatch {
 
 /**
  * The fan-out behind WatchSuggestions: one Redis subscriber connection per server
- * instance, however many watchers it serves. Every script PUBLISHes on the session's
+ * instance (the shared `PubSub`), however many watchers it serves. Every script PUBLISHes on the session's
  * `changes` channel after each append, so a change made through any instance reaches
  * every instance. A session's channel is subscribed while it has at least one local
  * watcher and unsubscribed when the last one leaves; on a message the lists are read
@@ -81,19 +84,17 @@ interface SessionWatch {
  */
 export class WatchHub {
   readonly #store: SuggestionStore;
-  readonly #connect: () => Redis | Cluster;
+  readonly #pubsub: PubSub;
   readonly #sessions = new Map<string, SessionWatch>();
-  #subscriber: Redis | Cluster | undefined;
   #closed = false;
 
   /**
    * @param store reads the lists (on the store's own client, not the subscriber).
-   * @param connect makes the subscriber connection, opened at the first watcher; the
-   *   server passes `subscriberConnection(client)` (a duplicate, or one node of a cluster).
+   * @param pubsub the instance's subscriber, shared with the start locks.
    */
-  constructor(store: SuggestionStore, connect: () => Redis | Cluster) {
+  constructor(store: SuggestionStore, pubsub: PubSub) {
     this.#store = store;
-    this.#connect = connect;
+    this.#pubsub = pubsub;
   }
 
   /** Sessions with at least one local watcher (for tests and metrics). */
@@ -132,65 +133,31 @@ export class WatchHub {
     for (const session of this.#sessions.values()) {
       for (const watcher of session.watchers) watcher.end();
     }
+    for (const session of this.#sessions.values()) {
+      this.#pubsub.unlisten(session.channel, session.listener);
+    }
     this.#sessions.clear();
-    const subscriber = this.#subscriber;
-    this.#subscriber = undefined;
-    await subscriber?.quit().catch(() => subscriber.disconnect());
-  }
-
-  #subscriberConnection(): Redis | Cluster {
-    if (this.#subscriber !== undefined) return this.#subscriber;
-    const subscriber = this.#connect();
-    let connectedBefore = false;
-    subscriber.on("error", () => {
-      // A lost connection is retried by ioredis, which subscribes again on its own.
-    });
-    subscriber.on("ready", () => {
-      if (!connectedBefore) {
-        connectedBefore = true;
-        return;
-      }
-      // Messages published while the connection was down are lost: read every watched
-      // session again once it is back. ioredis subscribes again right after this event;
-      // subscribing once more (harmless) and waiting for the answer puts the reads after
-      // the subscriptions, so no change falls between them.
-      setImmediate(() => {
-        const channels = [...this.#sessions.keys()];
-        if (channels.length === 0) return;
-        subscriber.subscribe(...channels).then(
-          () => {
-            for (const session of this.#sessions.values()) this.#refresh(session);
-          },
-          () => {
-            // Lost again: the next "ready" reads again.
-          },
-        );
-      });
-    });
-    subscriber.on("message", (channel: string) => {
-      const session = this.#sessions.get(channel);
-      if (session !== undefined) this.#refresh(session);
-    });
-    this.#subscriber = subscriber;
-    return subscriber;
   }
 
   #join(sessionId: string, watcher: Watcher): SessionWatch {
     const channel = sessionKeys(sessionId).changes;
     let session = this.#sessions.get(channel);
     if (session === undefined) {
-      const subscribed = this.#subscriberConnection().subscribe(channel);
-      subscribed.catch(() => {
-        // Reported to the watchers by the read that waits for it.
-      });
-      session = {
+      const created: SessionWatch = {
         sessionId,
         channel,
         watchers: new Set(),
-        subscribed,
+        // Every message, and every resync after a lost connection, reads the lists again.
+        listener: { message: () => this.#refresh(created), resync: () => this.#refresh(created) },
+        subscribed: Promise.resolve(),
         refreshing: false,
         again: false,
       };
+      created.subscribed = this.#pubsub.listen(channel, created.listener);
+      created.subscribed.catch(() => {
+        // Reported to the watchers by the read that waits for it.
+      });
+      session = created;
       this.#sessions.set(channel, session);
     }
     session.watchers.add(watcher);
@@ -207,9 +174,7 @@ export class WatchHub {
   #drop(session: SessionWatch): void {
     if (this.#sessions.get(session.channel) !== session) return;
     this.#sessions.delete(session.channel);
-    this.#subscriber?.unsubscribe(session.channel).catch(() => {
-      // The connection is gone, and with it the subscription.
-    });
+    this.#pubsub.unlisten(session.channel, session.listener);
   }
 
   /** Reads the lists for every watcher of a session, coalescing requests that overlap. */
@@ -233,9 +198,8 @@ export class WatchHub {
         for (const watcher of session.watchers) watcher.offer(snapshot);
       } while (session.again && session.watchers.size > 0);
     } catch (err) {
-      const error = dependencyError(err, "the suggestion store");
       this.#drop(session);
-      for (const watcher of session.watchers) watcher.fail(error);
+      for (const watcher of session.watchers) watcher.fail(err);
     } finally {
       session.refreshing = false;
     }

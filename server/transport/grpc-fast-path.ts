@@ -3,8 +3,8 @@ import { constants } from "node:http2";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
-import type { ServedService } from "../routes.js";
 import { frameOf, headerValue, parseFrame, statusOf, toConnectError } from "./grpc-wire.js";
+import type { ServedService, StreamHandler } from "./handler-types.js";
 import { lazyContext } from "./lazy-handler-context.js";
 
 /** How the fast path runs. */
@@ -16,9 +16,6 @@ export interface GrpcFastPathOptions {
   /** Aborted when the server shuts down. */
   readonly shutdownSignal: AbortSignal;
 }
-
-/** Answers a stream when it is a call the fast path takes; false hands it on. */
-export type StreamHandler = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => boolean;
 
 type UnaryFn = (request: unknown, context: HandlerContext) => Promise<unknown>;
 type StreamFn = (request: unknown, context: HandlerContext) => AsyncIterable<unknown>;

@@ -1,4 +1,4 @@
-import type { DualHandler } from "./one-port.js";
+import type { DualHandler } from "./handler-types.js";
 
 /**
  * Encodes a status message as the gRPC spec asks: bytes from 0x20 to 0x7E stand as

@@ -1,16 +1,10 @@
 import http from "node:http";
 import http2 from "node:http2";
 import { createServer, type Server, type Socket } from "node:net";
-import type { StreamHandler } from "./grpc-fast-path.js";
+import type { DualHandler, StreamHandler } from "./handler-types.js";
 
 /** The client preface every HTTP/2 connection with prior knowledge opens with. */
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
-
-/** A request handler both HTTP versions share. */
-export type DualHandler = (
-  req: http.IncomingMessage | http2.Http2ServerRequest,
-  res: http.ServerResponse | http2.Http2ServerResponse,
-) => void;
 
 /** One TCP port serving HTTP/2 and HTTP/1.1. */
 export interface OnePortServer {

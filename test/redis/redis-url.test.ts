@@ -1,8 +1,9 @@
 import { Cluster, Redis } from "ioredis";
 import { expect, test } from "vitest";
 import { ConfigError, configFromEnv } from "../../server/config.js";
-import { createRedisClient, defaultClusterOptions } from "../../server/redis/redis-client.js";
+import { defaultClusterOptions } from "../../server/redis/redis-client.js";
 import { parseRedisUrl, RedisUrlError, redact } from "../../server/redis/redis-url.js";
+import { createRedisClient } from "../../server/store/scripts.js";
 
 test("redis:// and rediss:// name one Redis, as before", () => {
   expect(parseRedisUrl("redis://127.0.0.1:6400")).toEqual({

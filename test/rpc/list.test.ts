@@ -2,8 +2,8 @@ import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { expect, test } from "vitest";
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
-import { createRedisClient } from "../../server/redis/redis-client.js";
 import { sessionKeys } from "../../server/store/keys.js";
+import { createRedisClient } from "../../server/store/scripts.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import {
   type Clients,

@@ -3,8 +3,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
-import { createRedisClient } from "../../server/redis/redis-client.js";
 import type { SuggestServer } from "../../server/server.js";
+import { createRedisClient } from "../../server/store/scripts.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import {
   type Clients,

@@ -7,7 +7,7 @@ import {
   Permission,
   SandboxMode,
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
-import { startedChatSettings } from "../../server/rpc/start-suggestion.js";
+import { startedChatSettings } from "../../server/domain/started-chat.js";
 import type { SuggestServer } from "../../server/server.js";
 import {
   type Clients,

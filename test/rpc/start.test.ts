@@ -8,9 +8,9 @@ import {
   SuggestionState,
   WorkspaceMissingReason,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import { startIdempotencyKeys } from "../../server/domain/started-chat.js";
 import { EmbeddedChatHost, embeddedChatId } from "../../server/host/embedded-host.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
-import { startIdempotencyKeys } from "../../server/rpc/start-suggestion.js";
 import { hostKeys, startLockKey } from "../../server/store/keys.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { type Clients, putSession, uniqueId, useTestServer } from "../support/harness.js";

@@ -4,8 +4,10 @@ import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { WatchSuggestionsResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { SuggestionLists } from "../../server/domain/fold.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
-import { createRedisClient, subscriberConnection } from "../../server/redis/redis-client.js";
+import { subscriberConnection } from "../../server/redis/redis-client.js";
 import { sessionKeys } from "../../server/store/keys.js";
+import { PubSub } from "../../server/store/pubsub.js";
+import { createRedisClient } from "../../server/store/scripts.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { WatchHub } from "../../server/store/watch-hub.js";
 import {
@@ -165,7 +167,8 @@ test("the hub reads a session's lists once for all its watchers and coalesces a 
   }
   const client = createRedisClient(sharedRedisUrl());
   const store = new CountingStore(client);
-  const hub = new WatchHub(store, () => subscriberConnection(client));
+  const pubsub = new PubSub(() => subscriberConnection(client));
+  const hub = new WatchHub(store, pubsub);
   const sessionId = uniqueId();
   const offerIds: string[] = [];
   for (let i = 0; i < 3; i++) {
@@ -206,6 +209,8 @@ test("the hub reads a session's lists once for all its watchers and coalesces a 
   abort.abort();
   await Promise.all(done);
   expect(hub.watchedSessions).toBe(0);
+  expect(pubsub.channels).toBe(0);
   await hub.close();
+  await pubsub.close();
   client.disconnect();
 });

@@ -38,11 +38,8 @@ import {
   WorkspaceMissingError,
   WorkspaceMissingReason,
 } from "../../sdk/src/index.js";
-import {
-  refusalError,
-  SuggestionErrorCode as ServerSuggestionErrorCode,
-  suggestionError,
-} from "../../server/rpc/errors.js";
+import { SuggestionErrorCode as ServerSuggestionErrorCode } from "../../server/domain/failures.js";
+import { refusalError, suggestionError } from "../../server/rpc/errors.js";
 import type { SuggestServer } from "../../server/server.js";
 import { createOnePortServer } from "../../server/transport/one-port.js";
 import { startTestServer, uniqueId } from "../support/harness.js";

@@ -3,9 +3,11 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { AgentRole } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import { subscriberConnection } from "../../server/redis/redis-client.js";
 import type { RedisServerProcess } from "../../server/redis/redis-server-process.js";
 import { startRedisServer } from "../../server/redis/redis-server-process.js";
 import type { SuggestServer } from "../../server/server.js";
+import { PubSub } from "../../server/store/pubsub.js";
 import { loadScripts } from "../../server/store/scripts.js";
 import { StartLocks } from "../../server/store/start-locks.js";
 import {
@@ -92,12 +94,13 @@ async function fullFlow(): Promise<void> {
   await w.ended;
   // A lock held long enough to be renewed, then released.
   const redis = redisClient(flowRedis.url);
-  const locks = new StartLocks(redis, { ttlMs: 60, maxHoldMs: 1_000 });
+  const pubsub = new PubSub(() => subscriberConnection(redis));
+  const locks = new StartLocks(redis, pubsub, { ttlMs: 60, maxHoldMs: 1_000 });
   const turn = await locks.take(sessionId, a, { until: Date.now() + 5_000 });
   if (turn.kind !== "held") throw new Error("expected the lock");
   await new Promise((r) => setTimeout(r, 150));
   await turn.lock.release("released");
-  await locks.close();
+  await pubsub.close();
   redis.disconnect();
 }
 

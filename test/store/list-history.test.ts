@@ -4,8 +4,8 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { buildChat } from "../../bench/history.js";
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { foldLog, type SuggestionLists } from "../../server/domain/fold.js";
-import { createRedisClient } from "../../server/redis/redis-client.js";
 import { sessionKeys } from "../../server/store/keys.js";
+import { createRedisClient } from "../../server/store/scripts.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { ownRedis } from "../support/harness.js";
 

@@ -1,13 +1,10 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { foldLog } from "../../server/domain/fold.js";
+import type { Outcome } from "../../server/domain/settlement.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
 import { sessionKeys } from "../../server/store/keys.js";
-import {
-  type ListsSnapshot,
-  type Outcome,
-  SuggestionStore,
-} from "../../server/store/suggestion-store.js";
+import { type ListsSnapshot, SuggestionStore } from "../../server/store/suggestion-store.js";
 import { redisClient, uniqueId } from "../support/harness.js";
 import { appendRaw } from "../support/lists.js";
 

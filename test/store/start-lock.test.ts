@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { RedisClient } from "../../server/redis/redis-client.js";
+import { subscriberConnection } from "../../server/redis/redis-client.js";
 import { startLockKey } from "../../server/store/keys.js";
+import { PubSub } from "../../server/store/pubsub.js";
 import { type LockTurn, StartLocks } from "../../server/store/start-locks.js";
 import { redisClient, uniqueId } from "../support/harness.js";
 
@@ -8,21 +10,21 @@ import { redisClient, uniqueId } from "../support/harness.js";
 let redisA: RedisClient;
 let redisB: RedisClient;
 let probe: RedisClient;
-const opened: StartLocks[] = [];
+const opened: PubSub[] = [];
 beforeAll(() => {
   redisA = redisClient();
   redisB = redisClient();
   probe = redisClient();
 });
 afterAll(async () => {
-  await Promise.all(opened.map((l) => l.close()));
+  await Promise.all(opened.map((p) => p.close()));
   for (const r of [redisA, redisB, probe]) r.disconnect();
 });
 
 function locks(redis: RedisClient, ttlMs: number, maxHoldMs: number): StartLocks {
-  const l = new StartLocks(redis, { ttlMs, maxHoldMs });
-  opened.push(l);
-  return l;
+  const pubsub = new PubSub(() => subscriberConnection(redis));
+  opened.push(pubsub);
+  return new StartLocks(redis, pubsub, { ttlMs, maxHoldMs });
 }
 
 const soon = (ms = 30_000) => Date.now() + ms;

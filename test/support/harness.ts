@@ -16,13 +16,14 @@ import {
   SessionSchema,
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
-import { createRedisClient, type RedisClient } from "../../server/redis/redis-client.js";
+import type { RedisClient } from "../../server/redis/redis-client.js";
 import {
   freePort,
   type RedisServerProcess,
   startRedisServer,
 } from "../../server/redis/redis-server-process.js";
 import { type SuggestServer, startSuggestServer } from "../../server/server.js";
+import { createRedisClient } from "../../server/store/scripts.js";
 
 /** The suite's shared redis-server (test/support/global-setup.ts). */
 export function sharedRedisUrl(): string {

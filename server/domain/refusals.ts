@@ -1,0 +1,126 @@
+import { Code } from "@connectrpc/connect";
+import { RefusalReason } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import { LIFETIME_LIMIT, OPEN_LIMIT, TURN_LIMIT } from "./limits.js";
+
+/** The ErrorInfo domain of the tool's refusals. */
+export const REFUSAL_DOMAIN = "suggest_task";
+
+/** A refusal of suggest_task as its detail describes it. */
+export type Refusal =
+  | {
+      reason:
+        | RefusalReason.NOT_TOP_LEVEL
+        | RefusalReason.NO_SESSION
+        | RefusalReason.SCHEDULED_TASK_FOLDER
+        | RefusalReason.NO_OPEN_TURN
+        | RefusalReason.LIFETIME_LIMIT
+        | RefusalReason.OPEN_LIMIT
+        | RefusalReason.TURN_LIMIT;
+    }
+  | { reason: RefusalReason.FIELD_EMPTY; field: string; limit: number }
+  | { reason: RefusalReason.FIELD_TOO_LONG; field: string; limit: number; got: number };
+
+/** What the caller is told of one refusal: the reference's text, a gRPC code, the limit. */
+export interface RefusalAnswer {
+  readonly message: string;
+  readonly code: Code;
+  readonly limit: number;
+}
+
+/** The refusals that carry no field, with their fixed answers. */
+type FixedReason = Exclude<
+  Refusal["reason"],
+  RefusalReason.FIELD_EMPTY | RefusalReason.FIELD_TOO_LONG
+>;
+
+/**
+ * The reference's refusal table for suggest_task, in the order the checks run
+ * (design.md "The tool's rules"): the first that fails answers. rpc/suggest-task.ts runs
+ * them in this order; the field checks (8a empty, 8b too long) come last, for each field
+ * in the order the proto declares them. Strings are the reference's, exactly.
+ */
+export const SUGGEST_TASK_REFUSALS: ReadonlyMap<FixedReason, RefusalAnswer> = new Map([
+  [
+    RefusalReason.NOT_TOP_LEVEL,
+    {
+      message:
+        "suggest_task is only for the top-level agent; report the follow-up in your result instead.",
+      code: Code.PermissionDenied,
+      limit: 0,
+    },
+  ],
+  [
+    RefusalReason.NO_SESSION,
+    {
+      message: "suggest_task requires an owning agent session",
+      code: Code.FailedPrecondition,
+      limit: 0,
+    },
+  ],
+  [
+    RefusalReason.SCHEDULED_TASK_FOLDER,
+    {
+      message:
+        "suggest_task: this chat runs in a scheduled task folder, where no new chat can start; offer no suggestions here",
+      code: Code.FailedPrecondition,
+      limit: 0,
+    },
+  ],
+  [
+    RefusalReason.NO_OPEN_TURN,
+    {
+      message: "suggest_task: requires an open model turn",
+      code: Code.FailedPrecondition,
+      limit: 0,
+    },
+  ],
+  [
+    RefusalReason.LIFETIME_LIMIT,
+    {
+      message: `suggest_task: this chat already offered ${LIFETIME_LIMIT} suggestions; offer no more`,
+      code: Code.ResourceExhausted,
+      limit: LIFETIME_LIMIT,
+    },
+  ],
+  [
+    RefusalReason.OPEN_LIMIT,
+    {
+      message: `suggest_task: ${OPEN_LIMIT} suggestions already wait for the user; offer no more until one is started or dismissed`,
+      code: Code.ResourceExhausted,
+      limit: OPEN_LIMIT,
+    },
+  ],
+  [
+    RefusalReason.TURN_LIMIT,
+    {
+      message: "suggest_task: one suggestion per turn; this turn already offered one",
+      code: Code.ResourceExhausted,
+      limit: TURN_LIMIT,
+    },
+  ],
+]);
+
+/** The answer to one refusal: a fixed row of the table, or a field's text (8a, 8b). */
+export function describeRefusal(r: Refusal): RefusalAnswer {
+  switch (r.reason) {
+    case RefusalReason.FIELD_EMPTY:
+      return {
+        message: `suggest_task: ${r.field} must not be empty`,
+        code: Code.InvalidArgument,
+        limit: r.limit,
+      };
+    case RefusalReason.FIELD_TOO_LONG:
+      return {
+        message: `suggest_task: ${r.field} must be at most ${r.limit} characters (got ${r.got})`,
+        code: Code.InvalidArgument,
+        limit: r.limit,
+      };
+    default:
+      return SUGGEST_TASK_REFUSALS.get(r.reason) as RefusalAnswer;
+  }
+}
+
+/** The reference's success line for a recorded offer, with the trimmed title. */
+export function successLine(title: string): string {
+  return `Suggested "${title}". The user decides whether to start it; do not start it yourself.`;
+}

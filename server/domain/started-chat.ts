@@ -1,0 +1,58 @@
+import { createHash } from "node:crypto";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import {
+  type ChatSettings,
+  ChatSettingsSchema,
+  FolderKind,
+  type Session,
+} from "../../gen/oda/suggest/v1/chat_host_pb.js";
+import { WorkspaceMissingReason } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+
+/**
+ * What the reference says of the chat that Start creates ("What Start does", "What a
+ * started chat runs as"): where it may start, what it runs as, and the keys that make
+ * it one chat with one brief however often Start runs.
+ */
+
+/**
+ * Why the offering session cannot start a chat, if it cannot: it belongs to no
+ * workspace, or it runs in a scheduled task's folder (task-suggestion/workspace-missing).
+ */
+export function workspaceMissing(session: Session): WorkspaceMissingReason | undefined {
+  if (session.workspaceId === "") return WorkspaceMissingReason.NO_WORKSPACE;
+  if (session.folder === FolderKind.SCHEDULED_TASK) {
+    return WorkspaceMissingReason.SCHEDULED_TASK_FOLDER;
+  }
+  return undefined;
+}
+
+/**
+ * The idempotency keys of one Start, derived from (session, suggestion) only, so that
+ * every Start of a suggestion, on any instance, before or after a crash, asks the host
+ * for the same chat and the same brief: the single-flight guarantee rests on them when
+ * a lock holder stalls or dies. Hashed to a fixed length that any host accepts.
+ */
+export function startIdempotencyKeys(
+  sessionId: string,
+  suggestionId: string,
+): { readonly chat: string; readonly brief: string } {
+  const digest = createHash("sha256").update(`${sessionId}\n${suggestionId}`).digest("base64url");
+  return { chat: `suggest-task:chat:${digest}`, brief: `suggest-task:brief:${digest}` };
+}
+
+/**
+ * Inherited settings: the offering chat's model and permission, plus its preset
+ * (sandbox and approval left unset, for the host to take from the preset), or, with no
+ * preset, its sandbox and approval. The permission is always the offering chat's,
+ * carried explicitly, so that a preset that would default to more (a read-only chat on
+ * a full-access preset) cannot raise it: a started chat never runs with more permission
+ * than the chat that offered it (test/rpc/start-settings.test.ts).
+ */
+export function startedChatSettings(
+  offering: ChatSettings | undefined,
+): MessageInitShape<typeof ChatSettingsSchema> {
+  const s = offering ?? create(ChatSettingsSchema);
+  return s.presetId !== ""
+    ? { presetId: s.presetId, model: s.model, permission: s.permission }
+    : { model: s.model, permission: s.permission, sandbox: s.sandbox, approval: s.approval };
+}

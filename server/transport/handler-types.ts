@@ -1,0 +1,31 @@
+import type http from "node:http";
+import type http2 from "node:http2";
+import type { DescService } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+
+/**
+ * The types every transport module shares. They live apart from the modules that use
+ * them so that those import one another in one direction only (one-port serves what
+ * the fast path and connect-node hand it; neither knows one-port).
+ */
+
+/** A request handler both HTTP versions share (connect-node's adapter is one). */
+export type DualHandler = (
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+) => void;
+
+/** Answers an HTTP/2 stream when it is a call it takes; false hands it on. */
+export type StreamHandler = (
+  stream: http2.ServerHttp2Stream,
+  headers: http2.IncomingHttpHeaders,
+) => boolean;
+
+/**
+ * A service as a transport serves it: its descriptor and its implementation, already
+ * wrapped by the call pipeline. The transport knows nothing else of it.
+ */
+export interface ServedService {
+  readonly service: DescService;
+  readonly impl: ServiceImpl<DescService>;
+}
