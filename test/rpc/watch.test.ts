@@ -183,9 +183,10 @@ test("the hub reads a session's lists once for all its watchers and coalesces a 
     });
     offerIds.push(id);
   }
-  const abort = new AbortController();
+  // One signal per watcher, as each call has its own in the service.
+  const aborts = Array.from({ length: 100 }, () => new AbortController());
   const latest: SuggestionLists[] = [];
-  const done = Array.from({ length: 100 }, async (_, i) => {
+  const done = aborts.map(async (abort, i) => {
     for await (const lists of hub.watch(sessionId, abort.signal)) latest[i] = lists;
   });
   await eventually(async () => latest.filter(Boolean).length === 100);
@@ -206,7 +207,7 @@ test("the hub reads a session's lists once for all its watchers and coalesces a 
   const final = await store.lists(sessionId);
   for (const lists of latest) expect(lists.settled).toEqual(final.settled);
 
-  abort.abort();
+  for (const abort of aborts) abort.abort();
   await Promise.all(done);
   expect(hub.watchedSessions).toBe(0);
   expect(pubsub.channels).toBe(0);
