@@ -28,18 +28,6 @@ local function entry(entryId)
   return redis.call('XRANGE', log, entryId, entryId)[1] or {}
 end
 
--- HMGET of many fields, in chunks that keep unpack within Lua's stack.
-local function hmget(fields)
-  local values = {}
-  for from = 1, #fields, 1000 do
-    local chunk = redis.call('HMGET', proj, unpack(fields, from, math.min(from + 999, #fields)))
-    for i = 1, #chunk do
-      values[#values + 1] = chunk[i]
-    end
-  end
-  return values
-end
-
 local head = redis.call('HMGET', proj, 'seen', 'n')
 local result = { head[1] or '0-0' }
 local order = {}
@@ -47,11 +35,11 @@ for i = 1, tonumber(head[2] or '0') do
   order[i] = 'i:' .. i
 end
 local refs = {}
-for i, id in ipairs(hmget(order)) do
+for i, id in ipairs(hmget(proj, order)) do
   refs[2 * i - 1] = 'e:' .. id
   refs[2 * i] = 'a:' .. id
 end
-refs = hmget(refs)
+refs = hmget(proj, refs)
 for i = 1, #refs do
   result[i + 1] = entry(refs[i])
 end

@@ -1,12 +1,21 @@
 --[[
   The projection: a cache of the fold of one session's log, kept in a hash so that the
-  quota checks of a write, and the lists (list-2.lua), need no scan of the stream. It is
-  only a cache: when it is missing, behind the stream (deleted, or records appended by
-  another writer) or of an older format, it is caught up by folding the records it has
-  not seen, with the same rules as fold.ts. Pinned by test/store/list-read.test.ts.
+  quota checks of a write, and the lists (readLists-2.lua), need no scan of the stream.
+  It is only a cache: when it is missing, behind the stream (deleted, or records appended
+  by another writer) or of an older format, it is caught up by folding the records it
+  has not seen, with the same rules as fold.ts. Pinned by test/store/list-read.test.ts.
+
+  It heals: every script checks it against itself and the log before use (`intact`),
+  and rebuilds it from the log in the same script when a field is missing, a counter
+  disagrees with the fields it counts, or the log lost entries it had folded (XDEL).
+  Pinned by test/store/projection-heal.test.ts, which deletes each field in turn.
 
   Fields:
     v             format of these fields (PROJECTION_FORMAT); another one is rebuilt
+    h             the hash's own field count (HLEN) after the last write: a deleted
+                  field of any kind shows as a difference
+    m             stream entries folded: XLEN must equal it once caught up, or the log
+                  lost entries (XDEL) and the projection is rebuilt
     seen          id of the last stream entry folded
     n             offers recorded (valid `offered` records)
     open          offers open now
@@ -21,7 +30,7 @@
 
 -- Bumped whenever the fields above change meaning, so that a projection written by an
 -- older version is folded again from the stream rather than read wrongly.
-local PROJECTION_FORMAT = '2'
+local PROJECTION_FORMAT = '3'
 
 local function recordFields(flat)
   local f = {}
@@ -74,42 +83,116 @@ local function applyRecord(proj, entryId, f)
   return false
 end
 
--- Brings the projection up to the end of the log: O(1) when it is current, else
--- O(records not folded yet).
-local function catchUp(log, proj)
-  local last = redis.call('XREVRANGE', log, '+', '-', 'COUNT', 1)
-  local head = redis.call('HMGET', proj, 'seen', 'v')
-  local seen = head[1]
-  if #last == 0 then
-    if seen or head[2] then
-      redis.call('DEL', proj)
+-- HMGET of many fields, in chunks that keep unpack within Lua's stack.
+local function hmget(proj, fields)
+  local values = {}
+  for from = 1, #fields, 1000 do
+    local chunk = redis.call('HMGET', proj, unpack(fields, from, math.min(from + 999, #fields)))
+    for i = 1, #chunk do
+      values[#values + 1] = chunk[i]
     end
-    return
   end
-  if not seen or head[2] ~= PROJECTION_FORMAT then
-    -- Missing, partial or of another format: folded again from the first record.
-    redis.call('DEL', proj)
-    seen = false
+  return values
+end
+
+-- Whether the projection agrees with itself: its field count, its counters and every
+-- offer's fields. O(offers) (ten at most under today's limit).
+local function intact(proj)
+  local head = redis.call('HMGET', proj, 'v', 'h', 'm', 'seen', 'n', 'open')
+  if head[1] ~= PROJECTION_FORMAT or not (head[3] and head[4] and head[5] and head[6]) then
+    return false
   end
-  if seen == last[1][1] then
-    return
+  if tonumber(head[2]) ~= redis.call('HLEN', proj) then
+    return false
   end
-  local from = '-'
-  if seen then
-    from = '(' .. seen
+  local n, open = tonumber(head[5]), 0
+  if n == 0 then
+    return tonumber(head[6]) == 0
   end
+  local order = {}
+  for i = 1, n do
+    order[i] = 'i:' .. i
+  end
+  local ids = hmget(proj, order)
+  local refs = {}
+  for i = 1, n do
+    local id = ids[i]
+    if not id then
+      return false
+    end
+    refs[#refs + 1] = 's:' .. id
+    refs[#refs + 1] = 'e:' .. id
+    refs[#refs + 1] = 'a:' .. id
+    refs[#refs + 1] = 'k:' .. id
+  end
+  local f = hmget(proj, refs)
+  for i = 0, n - 1 do
+    local state, offer, settlement, chat = f[4 * i + 1], f[4 * i + 2], f[4 * i + 3], f[4 * i + 4]
+    if not state or not offer or (state == 'open') ~= (settlement == false) then
+      return false
+    end
+    if (state == 'started') ~= (chat ~= false) then
+      return false
+    end
+    if state == 'open' then
+      open = open + 1
+    end
+  end
+  return open == tonumber(head[6])
+end
+
+-- Records how far the projection has folded, and its own field count, after a write.
+local function seal(proj, entryId, folded)
+  redis.call('HSET', proj, 'seen', entryId, 'v', PROJECTION_FORMAT, 'm', folded, 'h', 0)
+  redis.call('HSET', proj, 'h', redis.call('HLEN', proj))
+end
+
+-- Folds the entries after `from` ('-': all) into the projection; answers how many.
+local function foldFrom(log, proj, from)
   local entries = redis.call('XRANGE', log, from, '+')
   for i = 1, #entries do
     applyRecord(proj, entries[i][1], recordFields(entries[i][2]))
   end
-  redis.call('HSET', proj, 'seen', last[1][1], 'v', PROJECTION_FORMAT)
+  return #entries
+end
+
+-- Brings the projection up to the end of the log, healing it first when it is not
+-- intact: O(offers) when it is current, else O(records not folded yet); a rebuild is
+-- O(records).
+local function catchUp(log, proj)
+  local last = redis.call('XREVRANGE', log, '+', '-', 'COUNT', 1)
+  if #last == 0 then
+    redis.call('DEL', proj)
+    return
+  end
+  local lastId = last[1][1]
+  local seen, folded = false, 0
+  if intact(proj) then
+    local head = redis.call('HMGET', proj, 'seen', 'm')
+    seen, folded = head[1], tonumber(head[2])
+  else
+    redis.call('DEL', proj)
+  end
+  if seen == lastId and folded == redis.call('XLEN', log) then
+    return
+  end
+  if seen then
+    folded = folded + foldFrom(log, proj, '(' .. seen)
+  end
+  if folded ~= redis.call('XLEN', log) or not seen then
+    -- Never folded, or the log lost entries it had folded: again from the first record.
+    redis.call('DEL', proj)
+    folded = foldFrom(log, proj, '-')
+  end
+  seal(proj, lastId, folded)
 end
 
 -- Appends a record, folds it into the projection, tells watchers; answers its stream id.
+-- The projection was caught up by the script before, so it has folded every entry.
 local function appendRecord(log, proj, changes, flat)
   local entryId = redis.call('XADD', log, '*', unpack(flat))
   applyRecord(proj, entryId, recordFields(flat))
-  redis.call('HSET', proj, 'seen', entryId, 'v', PROJECTION_FORMAT)
+  seal(proj, entryId, redis.call('XLEN', log))
   redis.call('PUBLISH', changes, entryId)
   return entryId
 end

@@ -1,0 +1,133 @@
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { foldLog } from "../../server/domain/fold.js";
+import type { RedisClient } from "../../server/redis/redis-client.js";
+import { sessionKeys } from "../../server/store/keys.js";
+import { type NewOffer, SuggestionStore } from "../../server/store/suggestion-store.js";
+import { redisClient, uniqueId } from "../support/harness.js";
+
+/*
+ * The projection hash is a cache of the log's fold (store/lua/includes/projection.lua).
+ * Whatever is done to it (one field deleted, a counter that disagrees, the log losing
+ * an entry), every script answers as the log would: the same lists, the same quota
+ * answers.
+ */
+
+let redis: RedisClient;
+let store: SuggestionStore;
+beforeAll(() => {
+  redis = redisClient();
+  store = new SuggestionStore(redis);
+});
+afterAll(() => {
+  redis.disconnect();
+});
+
+const newOffer = (turnId: string, toolCallId = ""): NewOffer => ({
+  id: uniqueId("o"),
+  turnId,
+  toolCallId,
+  title: `Offer of ${turnId}`,
+  tldr: "Why",
+  brief: "Brief",
+});
+
+/** A chat with every kind of field: open, started, drafted, dismissed and restored offers. */
+async function chatOfEveryKind(): Promise<string> {
+  const sessionId = uniqueId();
+  const ids: string[] = [];
+  for (let i = 0; i < 6; i++) {
+    const offer = newOffer(`turn-${i}`, `call-${i}`);
+    const outcome = await store.offer(sessionId, offer, false);
+    expect(outcome.kind).toBe("recorded");
+    ids.push(offer.id);
+    if (i === 0) await store.settle(sessionId, offer.id, "started", "chat-a");
+    if (i === 1) await store.settle(sessionId, offer.id, "drafted");
+    if (i === 2) await store.settle(sessionId, offer.id, "dismissed");
+    if (i === 3) {
+      await store.settle(sessionId, offer.id, "dismissed");
+      await store.settle(sessionId, offer.id, "restored");
+    }
+  }
+  return sessionId;
+}
+
+/** What the chat answers: its lists, and the quota checks of the next offers. */
+async function answers(sessionId: string) {
+  const lists = await store.lists(sessionId);
+  const quota = {
+    freshTurn: (await store.offer(sessionId, newOffer("fresh"), true)).kind,
+    usedTurn: (await store.offer(sessionId, newOffer("turn-5"), true)).kind,
+    retried: (await store.offer(sessionId, newOffer("turn-9", "call-4"), true)).kind,
+  };
+  return { open: lists.open, settled: lists.settled, quota };
+}
+
+/** The log's own answer: its records folded, whatever the projection holds. */
+async function fromLog(sessionId: string) {
+  return foldLog(sessionId, await store.readLog(sessionId));
+}
+
+test("deleting any one field of a chat's projection changes no answer", async () => {
+  const sessionId = await chatOfEveryKind();
+  const { projection } = sessionKeys(sessionId);
+  const expected = await answers(sessionId);
+  const truth = await fromLog(sessionId);
+  expect(expected.open).toEqual(truth.open);
+  expect(expected.settled).toEqual(truth.settled);
+  expect(expected.quota).toEqual({
+    freshTurn: "open-limit",
+    usedTurn: "open-limit",
+    retried: "duplicate",
+  });
+  const intact = await redis.hgetall(projection);
+  const fields = Object.keys(intact);
+  expect(fields.length).toBeGreaterThan(30);
+  for (const field of fields) {
+    await redis.del(projection);
+    await redis.hset(projection, intact);
+    await redis.hdel(projection, field);
+    expect({ field, ...(await answers(sessionId)) }).toEqual({ field, ...expected });
+    // Healed: the projection is whole again.
+    expect(await redis.hgetall(projection)).toEqual(intact);
+  }
+});
+
+test("counters that disagree with the fields they count are rebuilt", async () => {
+  const sessionId = await chatOfEveryKind();
+  const { projection } = sessionKeys(sessionId);
+  const expected = await answers(sessionId);
+  const intact = await redis.hgetall(projection);
+  const damage: Record<string, string>[] = [
+    { n: "7" },
+    { n: "2" },
+    { open: "0" },
+    { open: "3" },
+    { m: "1" },
+    { h: "5" },
+    { seen: "0-1" },
+    { v: "1" },
+  ];
+  for (const fields of damage) {
+    await redis.del(projection);
+    await redis.hset(projection, { ...intact, ...fields });
+    expect({ fields, ...(await answers(sessionId)) }).toEqual({ fields, ...expected });
+  }
+  // Two writers whose records interleaved in one file: n = 2 but only i:1.
+  await redis.del(projection);
+  await redis.hset(projection, intact);
+  await redis.hdel(projection, "i:2", "h");
+  expect(await answers(sessionId)).toEqual(expected);
+});
+
+test("a log that lost an entry is folded again, and the quotas follow the log", async () => {
+  const sessionId = uniqueId();
+  const offers = [newOffer("a"), newOffer("b"), newOffer("c")];
+  for (const offer of offers) await store.offer(sessionId, offer, false);
+  expect((await store.offer(sessionId, newOffer("d"), true)).kind).toBe("open-limit");
+  const first = (await store.readLog(sessionId))[0]?.entryId as string;
+  await redis.xdel(sessionKeys(sessionId).log, first);
+  // The log now holds two offers: one more fits, as the log's fold says.
+  expect((await fromLog(sessionId)).open).toHaveLength(2);
+  expect((await store.lists(sessionId)).open).toEqual((await fromLog(sessionId)).open);
+  expect((await store.offer(sessionId, newOffer("d"), true)).kind).toBe("quota-ok");
+});
