@@ -9,13 +9,14 @@ import { AgentRole } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { ListSuggestionsResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { sessionKeys } from "../../server/store/keys.js";
 import { putSession, uniqueId } from "../support/harness.js";
-import { ids, offerOne, watch } from "../support/lists.js";
+import { ids, watch } from "../support/lists.js";
 import {
   type ClusterNode,
   type LocalRedisCluster,
   startRedisCluster,
 } from "../support/redis-cluster.js";
 import { useTestServer } from "../support/server-fixture.js";
+import { offerOne } from "../support/suggest.js";
 
 // A 3-primary cluster of this file's own, whose nodes it kills with kill -9 and starts
 // again (AOF on, appendfsync always), and a server on it with the embedded host.

@@ -12,8 +12,9 @@ import {
   spawnService,
   uniqueId,
 } from "../support/harness.js";
-import { logRecords, offerOne } from "../support/lists.js";
+import { logRecords } from "../support/lists.js";
 import { useTestHost, useTestServer } from "../support/server-fixture.js";
+import { offerOne } from "../support/suggest.js";
 import { gate } from "../support/test-host.js";
 
 // A service process that a test kills with kill -9 at a chosen moment: its chat host is

@@ -13,7 +13,8 @@ import {
   startTestServer,
   uniqueId,
 } from "../support/harness.js";
-import { ids, offerOne, type WatchCapture, watch } from "../support/lists.js";
+import { ids, type WatchCapture, watch } from "../support/lists.js";
+import { offerOne } from "../support/suggest.js";
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterAll(async () => {

@@ -15,9 +15,9 @@ import {
   startTestServer,
   uniqueId,
 } from "../support/harness.js";
-import { expectNotOpen, failureOf, logRecords, offerOne } from "../support/lists.js";
+import { expectNotOpen, failureOf, logRecords } from "../support/lists.js";
 import { useOwnRedis, useTestHost, useTestServer } from "../support/server-fixture.js";
-import { keysOf } from "../support/suggest.js";
+import { keysOf, offerOne } from "../support/suggest.js";
 import { startTestHost } from "../support/test-host.js";
 
 // The remote host is a second process: the service's embedded host served over gRPC, on

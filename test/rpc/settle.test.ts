@@ -12,9 +12,9 @@ import {
   failureOf,
   ids,
   logRecords,
-  offerOne,
 } from "../support/lists.js";
 import { useTestServer } from "../support/server-fixture.js";
+import { offerOne } from "../support/suggest.js";
 
 const t = useTestServer();
 const other = useTestServer();

@@ -9,8 +9,8 @@ import {
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { startedChatSettings } from "../../server/rpc/start-suggestion.js";
 import { type Clients, putSession, uniqueId } from "../support/harness.js";
-import { offerOne } from "../support/lists.js";
 import { useTestHost, useTestServer } from "../support/server-fixture.js";
+import { offerOne } from "../support/suggest.js";
 
 const testHost = useTestHost();
 const embedded = useTestServer();

@@ -3,8 +3,9 @@ import { MessageAuthor } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { startLockKey } from "../../server/store/keys.js";
 import { grpcClients, putSession, startTestServer, uniqueId } from "../support/harness.js";
-import { expectNotOpen, failureOf, logRecords, offerOne } from "../support/lists.js";
+import { expectNotOpen, failureOf, logRecords } from "../support/lists.js";
 import { useTestHost, useTestServer } from "../support/server-fixture.js";
+import { offerOne } from "../support/suggest.js";
 import { gate } from "../support/test-host.js";
 
 // Two instances on one Redis, both using a test host over gRPC that can stall. The lock

@@ -19,9 +19,9 @@ import {
   expectOpenLimit,
   failureOf,
   logRecords,
-  offerOne,
 } from "../support/lists.js";
 import { useTestServer } from "../support/server-fixture.js";
+import { offerOne } from "../support/suggest.js";
 
 const t = useTestServer();
 

@@ -52,14 +52,11 @@ test("a chat never passes 10 offers, however offers and dismissals interleave", 
   const sessionId = uniqueId();
   await putSession(clients(0), { sessionId });
   const store = new SuggestionStore(instances[0].redis);
-  let turn = 0;
   let lifetimeRefusals = 0;
   // Waves of concurrent offers, each wave followed by concurrent dismissals of what
   // it recorded, until the chat answers nothing but the lifetime refusal.
   for (let wave = 0; wave < 12 && lifetimeRefusals < 8; wave++) {
-    const calls = Array.from({ length: 8 }, (_, i) =>
-      offer(clients(i % 2), { sessionId, turnId: `turn-${turn++}` }),
-    );
+    const calls = Array.from({ length: 8 }, (_, i) => offer(clients(i % 2), { sessionId }));
     const { ids, refusals } = await settleAll(calls);
     lifetimeRefusals = refusals.filter((m) => m === REFUSAL_TEXT.lifetime).length;
     await Promise.all(ids.map((id) => store.settle(sessionId, id, "dismissed")));

@@ -15,8 +15,9 @@ import {
   startTestServer,
   uniqueId,
 } from "../support/harness.js";
-import { appendRaw, ids, offerOne, watch } from "../support/lists.js";
+import { appendRaw, ids, watch } from "../support/lists.js";
 import { useTestServer } from "../support/server-fixture.js";
+import { offerOne } from "../support/suggest.js";
 
 const t = useTestServer();
 

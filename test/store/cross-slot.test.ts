@@ -8,9 +8,10 @@ import { startRedisServer } from "../../server/redis/redis-server-process.js";
 import { loadScripts } from "../../server/store/scripts.js";
 import { StartLocks } from "../../server/store/start-locks.js";
 import { grpcClients, putSession, redisClient, tempDir, uniqueId } from "../support/harness.js";
-import { offerOne, watch } from "../support/lists.js";
+import { watch } from "../support/lists.js";
 import { type MonitoredCommand, startMonitor } from "../support/monitor.js";
 import { useOwnRedis, useTestServer } from "../support/server-fixture.js";
+import { offerOne } from "../support/suggest.js";
 
 /*
  * Redis Cluster runs a script, a transaction or a multi-key command only when all its

@@ -9,8 +9,9 @@ import {
 } from "../../server/redis/redis-server-process.js";
 import { sessionKeys } from "../../server/store/keys.js";
 import { ownRedis, putSession, uniqueId } from "../support/harness.js";
-import { appendRaw, offerOne } from "../support/lists.js";
+import { appendRaw } from "../support/lists.js";
 import { useTestServer } from "../support/server-fixture.js";
+import { offerOne } from "../support/suggest.js";
 
 /*
  * A model-based test: random sequences of offers (through the tool and hand-written),
