@@ -1,6 +1,6 @@
 --[[
   The projection: a cache of the fold of one session's log, kept in a hash so that the
-  quota checks of a write, and the lists (list-2.lua), need no scan of the stream. It is
+  quota checks of a write, and the lists (readLists-2.lua), need no scan of the stream. It is
   only a cache: when it is missing, behind the stream (deleted, or records appended by
   another writer) or of an older format, it is caught up by folding the records it has
   not seen, with the same rules as fold.ts. Pinned by test/store/list-read.test.ts.
