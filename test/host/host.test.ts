@@ -1,4 +1,4 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { describe, expect, test } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import {
@@ -9,22 +9,11 @@ import {
   SandboxMode,
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { embeddedChatId } from "../../server/host/embedded-host.js";
-import { putSession, uniqueId } from "../support/harness.js";
+import { connectErrorOf, putSession, uniqueId } from "../support/harness.js";
 import { useTestServer } from "../support/server-fixture.js";
 import { keysOf } from "../support/suggest.js";
 
 const t = useTestServer();
-
-/** Awaits a call that must fail; answers its ConnectError. */
-async function errorOf(call: Promise<unknown>): Promise<ConnectError> {
-  const err = await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(err instanceof ConnectError))
-    throw new Error(`expected a ConnectError, got ${String(err)}`);
-  return err;
-}
 
 const settings = {
   model: "m-1",
@@ -134,7 +123,7 @@ describe("CreateChat", () => {
       "origin.session_id must be 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'",
     ],
   ])("%s is INVALID_ARGUMENT", async (_, change, message) => {
-    const err = await errorOf(
+    const err = await connectErrorOf(
       t.clients.host.createChat({
         idempotencyKey: uniqueId("key"),
         workspaceId: "ws-1",
@@ -185,7 +174,7 @@ describe("PostMessage", () => {
 
   test("an unknown chat is NOT_FOUND and nothing is written", async () => {
     const chatId = uniqueId("chat");
-    const err = await errorOf(
+    const err = await connectErrorOf(
       t.clients.host.postMessage({
         idempotencyKey: "k",
         chatId,
@@ -211,7 +200,7 @@ describe("PostMessage", () => {
       "author must be MESSAGE_AUTHOR_PERSON, MESSAGE_AUTHOR_AGENT or MESSAGE_AUTHOR_SUGGESTION",
     ],
   ])("%s is INVALID_ARGUMENT", async (_, change, message) => {
-    const err = await errorOf(
+    const err = await connectErrorOf(
       t.clients.host.postMessage({
         idempotencyKey: "k",
         chatId: "chat-1",
@@ -228,10 +217,10 @@ describe("PostMessage", () => {
 describe("GetChat", () => {
   test("an unknown chat is NOT_FOUND; a malformed id INVALID_ARGUMENT", async () => {
     const chatId = uniqueId("chat");
-    const missing = await errorOf(t.clients.local.getChat({ chatId }));
+    const missing = await connectErrorOf(t.clients.local.getChat({ chatId }));
     expect(Code[missing.code]).toBe("NotFound");
     expect(missing.rawMessage).toBe(`no chat "${chatId}"`);
-    const bad = await errorOf(t.clients.local.getChat({ chatId: "" }));
+    const bad = await connectErrorOf(t.clients.local.getChat({ chatId: "" }));
     expect(Code[bad.code]).toBe("InvalidArgument");
   });
 });
@@ -250,7 +239,7 @@ describe("CreateGoal", () => {
       ).messageId;
     for (const author of [MessageAuthor.SUGGESTION, MessageAuthor.AGENT]) {
       const messageId = await post(author);
-      const err = await errorOf(t.clients.local.createGoal({ chatId, messageId }));
+      const err = await connectErrorOf(t.clients.local.createGoal({ chatId, messageId }));
       expect(Code[err.code]).toBe("PermissionDenied");
       expect(err.rawMessage).toBe(
         `message "${messageId}" is not the person's own instruction; ask the person first`,
@@ -269,10 +258,12 @@ describe("CreateGoal", () => {
 
   test("an unknown chat or message is NOT_FOUND", async () => {
     const { chatId } = await newChat();
-    const noMessage = await errorOf(t.clients.local.createGoal({ chatId, messageId: "msg-x" }));
+    const noMessage = await connectErrorOf(
+      t.clients.local.createGoal({ chatId, messageId: "msg-x" }),
+    );
     expect(Code[noMessage.code]).toBe("NotFound");
     expect(noMessage.rawMessage).toBe(`no message "msg-x" in chat "${chatId}"`);
-    const noChat = await errorOf(
+    const noChat = await connectErrorOf(
       t.clients.local.createGoal({ chatId: uniqueId("chat"), messageId: "msg-x" }),
     );
     expect(Code[noChat.code]).toBe("NotFound");

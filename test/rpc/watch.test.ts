@@ -9,6 +9,7 @@ import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { WatchHub } from "../../server/store/watch-hub.js";
 import {
   channelSubscribers,
+  eventually,
   grpcClients,
   putSession,
   sharedRedisUrl,
@@ -28,14 +29,6 @@ const settledIds = (m: WatchSuggestionsResponse) => ids(m.settled).join(",");
 /** Subscribers of a session's channel on Redis: the hub holds one per watched session. */
 async function subscribers(sessionId: string): Promise<number> {
   return channelSubscribers(t.redis, sessionKeys(sessionId).changes);
-}
-
-async function eventually(check: () => Promise<boolean>, ms = 3_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 test("the lists at once, then the new lists after every change", async () => {

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from "vitest";
 import { subscriberConnection } from "../../server/redis/redis-client.js";
 import { hostKeys, startLockKey, startResultChannel } from "../../server/store/keys.js";
-import { redisClient, uniqueId } from "../support/harness.js";
+import { eventually, redisClient, uniqueId } from "../support/harness.js";
 
 /*
  * The start lock's scripts (lua/extendLock-1.lua, lua/releaseLock-2.lua) and the embedded
@@ -49,17 +49,13 @@ describe("releaseLock-2.lua", () => {
     return { messages, close: () => sub.quit() };
   }
 
-  async function until(check: () => boolean): Promise<void> {
-    for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
-  }
-
   test("1: the holder releases the lock, and the message is published", async () => {
     const { lock, channel } = await heldLock("me");
     const l = await listen(channel);
     try {
       expect(await redis.releaseLock(lock, channel, "me", "sg-1 delivered")).toBe(1);
       expect(await redis.exists(lock)).toBe(0);
-      await until(() => l.messages.length > 0);
+      await eventually(async () => l.messages.length > 0);
       expect(l.messages).toEqual(["sg-1 delivered"]);
     } finally {
       await l.close();
@@ -72,7 +68,7 @@ describe("releaseLock-2.lua", () => {
     try {
       expect(await redis.releaseLock(lock, channel, "stale", "sg-1 released")).toBe(0);
       expect(await redis.get(lock)).toBe("holder");
-      await until(() => l.messages.length > 0);
+      await eventually(async () => l.messages.length > 0);
       expect(l.messages).toEqual(["sg-1 released"]);
     } finally {
       await l.close();

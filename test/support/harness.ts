@@ -186,3 +186,15 @@ export async function connectErrorOf(call: Promise<unknown>): Promise<ConnectErr
     throw new Error(`expected a ConnectError, got ${String(err)}`);
   return err;
 }
+
+/**
+ * Waits until `check` answers true, polling every 20 ms; throws after `ms` (a generous
+ * bound: the condition is awaited, never timed).
+ */
+export async function eventually(check: () => Promise<boolean>, ms = 5_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
