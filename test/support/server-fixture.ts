@@ -36,7 +36,10 @@ export interface TestServerHandle {
   readonly url: string;
   /** gRPC clients of the server over HTTP/2. */
   readonly clients: Clients;
-  /** A client (scripts defined) of the server's Redis, made on first use. */
+  /**
+   * A client (scripts defined) of the server's Redis, connected before the tests: on a
+   * cluster it knows every primary (`keysOf`, `channelSubscribers` read them all).
+   */
   readonly redis: RedisClient;
 }
 
@@ -70,16 +73,18 @@ function slot<T>(what: string): { get: () => T; set: (v: T) => void; peek: () =>
 export function useTestServer(options: TestServerOptions = {}): TestServerHandle {
   const server = slot<SuggestServer>("the test server");
   const clients = slot<Clients>("the test server's clients");
-  let redisUrl: string | undefined;
-  let redis: RedisClient | undefined;
+  const redis = slot<RedisClient>("the test server's Redis client");
   beforeAll(async () => {
-    redisUrl = read(options.redisUrl ?? sharedRedisUrl);
+    const redisUrl = read(options.redisUrl ?? sharedRedisUrl);
     server.set(await startTestServer(redisUrl, read(options.settings ?? {})));
     clients.set(grpcClients(server.get().url));
+    redis.set(redisClient(redisUrl));
+    await redis.get().ping();
   });
   afterAll(async () => {
     await server.peek()?.close();
-    await redis?.quit().catch(() => redis?.disconnect());
+    const client = redis.peek();
+    await client?.quit().catch(() => client.disconnect());
   });
   return {
     get server() {
@@ -92,9 +97,7 @@ export function useTestServer(options: TestServerOptions = {}): TestServerHandle
       return clients.get();
     },
     get redis() {
-      server.get();
-      redis ??= redisClient(redisUrl);
-      return redis;
+      return redis.get();
     },
   };
 }
