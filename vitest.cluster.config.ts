@@ -15,6 +15,8 @@ export default defineConfig({
       "test/rpc/suggest-task-concurrency.test.ts",
       "test/rpc/list.test.ts",
       "test/store/list-read.test.ts",
+      "test/store/lua-suggestions.test.ts",
+      "test/store/lua-locks-host.test.ts",
       "test/rpc/settle.test.ts",
       "test/rpc/watch.test.ts",
       "test/rpc/start.test.ts",

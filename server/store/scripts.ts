@@ -13,17 +13,18 @@ export interface ScriptSource {
 }
 
 /**
- * Reads every `<name>-<numKeys>.lua` file and inlines its `--- @include "<file>"` lines
- * from `lua/includes/`, as bullmq does, so that shared fold code is written once.
+ * Reads every `<name>-<numKeys>.lua` file of `dir` (default `lua/`, the folder tests may
+ * replace) and inlines its `--- @include "<file>"` lines from `<dir>/includes/`, as
+ * bullmq does, so that shared fold code is written once. Any other `.lua` name throws.
  */
-export function loadScripts(): readonly ScriptSource[] {
-  const include = (name: string) => readFileSync(new URL(`includes/${name}.lua`, LUA_DIR), "utf8");
-  return readdirSync(LUA_DIR)
+export function loadScripts(dir: URL = LUA_DIR): readonly ScriptSource[] {
+  const include = (name: string) => readFileSync(new URL(`includes/${name}.lua`, dir), "utf8");
+  return readdirSync(dir)
     .filter((file) => file.endsWith(".lua"))
     .map((file) => {
       const match = /^([a-zA-Z]+)-(\d+)\.lua$/.exec(file);
       if (!match) throw new Error(`script file ${file} is not named <name>-<numKeys>.lua`);
-      const body = readFileSync(new URL(file, LUA_DIR), "utf8").replace(
+      const body = readFileSync(new URL(file, dir), "utf8").replace(
         /^--- @include "([a-z-]+)"$/gm,
         (_, name: string) => include(name),
       );

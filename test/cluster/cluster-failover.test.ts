@@ -7,36 +7,27 @@ import {
 } from "../../gen/grpc/health/v1/health_pb.js";
 import { AgentRole } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { ListSuggestionsResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
-import type { SuggestServer } from "../../server/server.js";
 import { sessionKeys } from "../../server/store/keys.js";
-import {
-  type Clients,
-  grpcClients,
-  putSession,
-  startTestServer,
-  uniqueId,
-} from "../support/harness.js";
-import { ids, offerOne, watch } from "../support/lists.js";
+import { putSession, uniqueId } from "../support/harness.js";
+import { ids, watch } from "../support/lists.js";
 import {
   type ClusterNode,
   type LocalRedisCluster,
   startRedisCluster,
 } from "../support/redis-cluster.js";
+import { useTestServer } from "../support/server-fixture.js";
+import { offerOne } from "../support/suggest.js";
 
 // A 3-primary cluster of this file's own, whose nodes it kills with kill -9 and starts
 // again (AOF on, appendfsync always), and a server on it with the embedded host.
 let cluster: LocalRedisCluster;
-let server: SuggestServer;
-let clients: Clients;
 beforeAll(async () => {
   cluster = await startRedisCluster({ nodeTimeoutMs: 1_000 });
-  server = await startTestServer(cluster.url);
-  clients = grpcClients(server.url);
 });
 afterAll(async () => {
-  await server?.close();
   await cluster?.stop();
 });
+const t = useTestServer({ redisUrl: () => cluster.url });
 
 /** A new session whose keys live on `node` (its slot asked of the cluster). */
 async function sessionOn(node: ClusterNode): Promise<string> {
@@ -50,12 +41,15 @@ async function sessionOn(node: ClusterNode): Promise<string> {
 /** A session in a workspace with three offers: one dismissed, one started, one open. */
 async function busySession(node: ClusterNode): Promise<ListSuggestionsResponse> {
   const sessionId = await sessionOn(node);
-  await putSession(clients, { sessionId });
-  const [a, b] = [await offerOne(clients, sessionId, "A"), await offerOne(clients, sessionId, "B")];
-  await offerOne(clients, sessionId, "C");
-  await clients.suggestions.dismissSuggestion({ sessionId, suggestionId: a.id });
-  await clients.suggestions.startSuggestion({ sessionId, suggestionId: b.id });
-  const lists = await clients.suggestions.listSuggestions({ sessionId });
+  await putSession(t.clients, { sessionId });
+  const [a, b] = [
+    await offerOne(t.clients, sessionId, "A"),
+    await offerOne(t.clients, sessionId, "B"),
+  ];
+  await offerOne(t.clients, sessionId, "C");
+  await t.clients.suggestions.dismissSuggestion({ sessionId, suggestionId: a.id });
+  await t.clients.suggestions.startSuggestion({ sessionId, suggestionId: b.id });
+  const lists = await t.clients.suggestions.listSuggestions({ sessionId });
   expect([lists.open.length, lists.settled.length]).toEqual([1, 2]);
   return lists;
 }
@@ -98,18 +92,18 @@ test("kill -9 of one primary: its sessions' calls fail UNAVAILABLE quickly, the 
 
   // Every kind of call on the lost session answers UNAVAILABLE within about a second.
   const calls: (() => Promise<unknown>)[] = [
-    () => clients.suggestions.listSuggestions({ sessionId: lostId }),
-    () => clients.suggestions.getSuggestion({ sessionId: lostId, suggestionId: lostOpen }),
-    () => clients.suggestions.dismissSuggestion({ sessionId: lostId, suggestionId: lostOpen }),
-    () => clients.suggestions.startSuggestion({ sessionId: lostId, suggestionId: lostOpen }),
+    () => t.clients.suggestions.listSuggestions({ sessionId: lostId }),
+    () => t.clients.suggestions.getSuggestion({ sessionId: lostId, suggestionId: lostOpen }),
+    () => t.clients.suggestions.dismissSuggestion({ sessionId: lostId, suggestionId: lostOpen }),
+    () => t.clients.suggestions.startSuggestion({ sessionId: lostId, suggestionId: lostOpen }),
     () =>
-      clients.suggestions.suggestTask({
+      t.clients.suggestions.suggestTask({
         context: { sessionId: lostId, turnId: "t-x", role: AgentRole.TOP_LEVEL, toolCallId: "" },
         args: { title: "X", tldr: "x", brief: "x" },
       }),
-    () => clients.local.getChat({ chatId: lostId }),
+    () => t.clients.local.getChat({ chatId: lostId }),
     async () => {
-      for await (const _ of clients.suggestions.watchSuggestions({ sessionId: lostId })) {
+      for await (const _ of t.clients.suggestions.watchSuggestions({ sessionId: lostId })) {
         // The first lists cannot be read: the watch fails before it sends any.
       }
     },
@@ -121,7 +115,7 @@ test("kill -9 of one primary: its sessions' calls fail UNAVAILABLE quickly, the 
   }
 
   // The instance stays healthy: it serves every session the live primaries hold.
-  const health = createClient(Health, clients.transport);
+  const health = createClient(Health, t.clients.transport);
   for (let i = 0; i < 6; i++) {
     expect((await health.check({ service: "" })).status).toBe(ServingStatus.SERVING);
   }
@@ -130,12 +124,12 @@ test("kill -9 of one primary: its sessions' calls fail UNAVAILABLE quickly, the 
   for (const lists of kept) {
     const sessionId = sessionOf(lists);
     const started = Date.now();
-    expect(await clients.suggestions.listSuggestions({ sessionId })).toEqual(lists);
+    expect(await t.clients.suggestions.listSuggestions({ sessionId })).toEqual(lists);
     expect(Date.now() - started).toBeLessThan(1_000);
     const [open] = ids(lists.open);
-    await clients.suggestions.draftSuggestion({ sessionId, suggestionId: open as string });
-    const offered = await offerOne(clients, sessionId, "D");
-    const now = await clients.suggestions.listSuggestions({ sessionId });
+    await t.clients.suggestions.draftSuggestion({ sessionId, suggestionId: open as string });
+    const offered = await offerOne(t.clients, sessionId, "D");
+    const now = await t.clients.suggestions.listSuggestions({ sessionId });
     expect(ids(now.open)).toEqual([offered.id]);
     expect(now.settled.length).toBe(3);
   }
@@ -143,27 +137,29 @@ test("kill -9 of one primary: its sessions' calls fail UNAVAILABLE quickly, the 
   // Back from its AOF: the same lists, and the session takes calls again.
   await cluster.restart(victim);
   await cluster.waitHealthy();
-  const after = await eventually(() => clients.suggestions.listSuggestions({ sessionId: lostId }));
+  const after = await eventually(() =>
+    t.clients.suggestions.listSuggestions({ sessionId: lostId }),
+  );
   expect(after).toEqual(lost);
-  await clients.suggestions.dismissSuggestion({ sessionId: lostId, suggestionId: lostOpen });
-  const settledNow = await clients.suggestions.listSuggestions({ sessionId: lostId });
+  await t.clients.suggestions.dismissSuggestion({ sessionId: lostId, suggestionId: lostOpen });
+  const settledNow = await t.clients.suggestions.listSuggestions({ sessionId: lostId });
   expect(ids(settledNow.open)).toEqual([]);
 }, 60_000);
 
 test("when the node that carries a server's subscriptions dies, its watchers are served from another node", async () => {
   const probe = await sessionOn(cluster.nodes[0] as ClusterNode);
-  await putSession(clients, { sessionId: probe });
-  const first = watch(clients, probe);
+  await putSession(t.clients, { sessionId: probe });
+  const first = watch(t.clients, probe);
   await first.waitFor(() => true);
   // The node the watch hub's subscriber is connected to, by its connection name.
   const carrier = await subscriberNode();
   const sessionId = await sessionOn(cluster.nodes.find((n) => n !== carrier) as ClusterNode);
-  await putSession(clients, { sessionId });
-  const w = watch(clients, sessionId);
+  await putSession(t.clients, { sessionId });
+  const w = watch(t.clients, sessionId);
   await w.waitFor(() => true);
 
   await cluster.kill(carrier);
-  const offered = await offerOne(clients, sessionId, "After the loss");
+  const offered = await offerOne(t.clients, sessionId, "After the loss");
   // The subscriber moves to a live node, and the hub reads every watched session again
   // (a change published while it moved would otherwise be lost).
   await w.waitFor((m) => ids(m.open).join(",") === offered.id, 0, 5_000);
@@ -178,19 +174,19 @@ test("when the node that carries a server's subscriptions dies, its watchers are
 
 test("with every primary down, calls fail UNAVAILABLE at once instead of waiting; all come back after", async () => {
   const sessionId = await sessionOn(cluster.nodes[1] as ClusterNode);
-  await putSession(clients, { sessionId });
-  const offered = await offerOne(clients, sessionId);
+  await putSession(t.clients, { sessionId });
+  const offered = await offerOne(t.clients, sessionId);
   await Promise.all(cluster.nodes.map((n) => cluster.kill(n)));
-  const health = createClient(Health, clients.transport);
+  const health = createClient(Health, t.clients.transport);
   expect((await health.check({ service: "" })).status).toBe(ServingStatus.NOT_SERVING);
   for (let i = 0; i < 3; i++) {
-    const f = await failure(() => clients.suggestions.listSuggestions({ sessionId }));
+    const f = await failure(() => t.clients.suggestions.listSuggestions({ sessionId }));
     expect(Code[f.code]).toBe("Unavailable");
     expect(f.ms).toBeLessThan(3_000);
   }
   await Promise.all(cluster.nodes.map((n) => cluster.restart(n)));
   await cluster.waitHealthy();
-  const lists = await eventually(() => clients.suggestions.listSuggestions({ sessionId }));
+  const lists = await eventually(() => t.clients.suggestions.listSuggestions({ sessionId }));
   expect(ids(lists.open)).toEqual([offered.id]);
 }, 60_000);
 

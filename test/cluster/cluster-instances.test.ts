@@ -12,8 +12,8 @@ import {
   spawnService,
   uniqueId,
 } from "../support/harness.js";
-import { ids, logRecords, offerOne, watch } from "../support/lists.js";
-import { keysOf } from "../support/suggest.js";
+import { ids, logRecords, watch } from "../support/lists.js";
+import { keysOf, offerOne } from "../support/suggest.js";
 
 // Three service processes, each on the suite's 3-primary Redis Cluster with the
 // embedded host there too: any instance may serve any call of any session.

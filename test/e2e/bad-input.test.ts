@@ -1,45 +1,24 @@
 import http2 from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect, test } from "vitest";
 import { AgentRole, RefusalReason } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import type { RedisClient } from "../../server/redis/redis-client.js";
-import type { SuggestServer } from "../../server/server.js";
-import {
-  type Clients,
-  grpcClients,
-  ownRedis,
-  putSession,
-  redisClient,
-  startTestServer,
-  uniqueId,
-} from "../support/harness.js";
+import { putSession, uniqueId } from "../support/harness.js";
+import { useOwnRedis, useTestServer } from "../support/server-fixture.js";
 import { expectRefusal, offer, refusalOf } from "../support/suggest.js";
 
 // A Redis of this file's own, so that "nothing recorded" is an exact count of keys.
-let redisServer: Awaited<ReturnType<typeof ownRedis>>;
-let server: SuggestServer;
-let clients: Clients;
-let redis: RedisClient;
+const own = useOwnRedis();
+const t = useTestServer({ redisUrl: () => own.url });
 let sessionId: string;
 
 beforeAll(async () => {
-  redisServer = await ownRedis();
-  server = await startTestServer(redisServer.url);
-  clients = grpcClients(server.url);
-  redis = redisClient(redisServer.url);
   sessionId = uniqueId();
-  await putSession(clients, { sessionId });
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.close();
-  await redisServer.stop();
-  redisServer.remove();
+  await putSession(t.clients, { sessionId });
 });
 
 /** Runs a bad call; expects its code and message, no new key, and a server that still serves. */
 async function expectClean(call: () => Promise<unknown>, code: Code, message: string | RegExp) {
-  const before = await redis.dbsize();
+  const before = await t.redis.dbsize();
   const err = await call().then(
     () => undefined,
     (e: unknown) => e,
@@ -48,14 +27,14 @@ async function expectClean(call: () => Promise<unknown>, code: Code, message: st
   expect(Code[(err as ConnectError).code]).toBe(Code[code]);
   if (typeof message === "string") expect((err as ConnectError).rawMessage).toBe(message);
   else expect((err as ConnectError).rawMessage).toMatch(message);
-  expect(await redis.dbsize()).toBe(before);
-  const ok = await offer(clients, { sessionId: await freshSession() });
+  expect(await t.redis.dbsize()).toBe(before);
+  const ok = await offer(t.clients, { sessionId: await freshSession() });
   expect(ok.result).toMatch(/^Suggested "/);
 }
 
 async function freshSession(): Promise<string> {
   const id = uniqueId();
-  await putSession(clients, { sessionId: id });
+  await putSession(t.clients, { sessionId: id });
   return id;
 }
 
@@ -71,7 +50,7 @@ describe("malformed requests answer INVALID_ARGUMENT and record nothing", () => 
     ["a newline", "a\nb"],
   ])("a session id with %s", async (_, id) => {
     await expectClean(
-      () => offer(clients, { sessionId: id }),
+      () => offer(t.clients, { sessionId: id }),
       Code.InvalidArgument,
       `context.session_id must be ${ID_RULE}`,
     );
@@ -79,7 +58,7 @@ describe("malformed requests answer INVALID_ARGUMENT and record nothing", () => 
 
   test("a malformed id comes before every rule, even the helper refusal", async () => {
     await expectClean(
-      () => offer(clients, { sessionId: "no good", role: AgentRole.HELPER, turnId: "" }),
+      () => offer(t.clients, { sessionId: "no good", role: AgentRole.HELPER, turnId: "" }),
       Code.InvalidArgument,
       `context.session_id must be ${ID_RULE}`,
     );
@@ -90,7 +69,7 @@ describe("malformed requests answer INVALID_ARGUMENT and record nothing", () => 
     ["unknown", 99 as AgentRole],
   ])("an %s role", async (_, role) => {
     await expectClean(
-      () => offer(clients, { sessionId, role }),
+      () => offer(t.clients, { sessionId, role }),
       Code.InvalidArgument,
       "context.role must be AGENT_ROLE_TOP_LEVEL, AGENT_ROLE_HELPER or AGENT_ROLE_FORKED_HELPER",
     );
@@ -98,7 +77,7 @@ describe("malformed requests answer INVALID_ARGUMENT and record nothing", () => 
 
   test("a missing context", async () => {
     await expectClean(
-      () => clients.suggestions.suggestTask({ args: { title: "a", tldr: "b", brief: "c" } }),
+      () => t.clients.suggestions.suggestTask({ args: { title: "a", tldr: "b", brief: "c" } }),
       Code.InvalidArgument,
       "context is required",
     );
@@ -106,12 +85,12 @@ describe("malformed requests answer INVALID_ARGUMENT and record nothing", () => 
 
   test("malformed turn and tool call ids", async () => {
     await expectClean(
-      () => offer(clients, { sessionId, turnId: "turn 1" }),
+      () => offer(t.clients, { sessionId, turnId: "turn 1" }),
       Code.InvalidArgument,
       /^context\.turn_id must be/,
     );
     await expectClean(
-      () => offer(clients, { sessionId, toolCallId: "c".repeat(257) }),
+      () => offer(t.clients, { sessionId, toolCallId: "c".repeat(257) }),
       Code.InvalidArgument,
       /^context\.tool_call_id must be/,
     );
@@ -121,7 +100,7 @@ describe("malformed requests answer INVALID_ARGUMENT and record nothing", () => 
     const id = await freshSession();
     expectRefusal(
       await refusalOf(
-        clients.suggestions.suggestTask({
+        t.clients.suggestions.suggestTask({
           context: { sessionId: id, turnId: "t", role: AgentRole.TOP_LEVEL },
         }),
       ),
@@ -141,7 +120,7 @@ async function rawGrpc(path: string, message: Buffer): Promise<{ status: string;
   const frame = Buffer.alloc(5 + message.length);
   frame.writeUInt32BE(message.length, 1);
   message.copy(frame, 5);
-  const session = http2.connect(server.url);
+  const session = http2.connect(t.server.url);
   try {
     return await new Promise((resolve, reject) => {
       const stream = session.request({
@@ -174,7 +153,7 @@ async function rawGrpc(path: string, message: Buffer): Promise<{ status: string;
 
 describe("text that is not valid UTF-8", () => {
   test("over gRPC: INVALID_ARGUMENT, nothing recorded", async () => {
-    const before = await redis.dbsize();
+    const before = await t.redis.dbsize();
     // SuggestTaskRequest { context: { session_id, turn_id, role: TOP_LEVEL }, args: { title: 0xff 0xfe } }
     const text = (tag: number, bytes: Buffer) =>
       Buffer.concat([Buffer.from([tag, bytes.length]), bytes]);
@@ -194,11 +173,11 @@ describe("text that is not valid UTF-8", () => {
       status: String(Code.InvalidArgument),
       text: "args.title is not valid UTF-8",
     });
-    expect(await redis.dbsize()).toBe(before);
+    expect(await t.redis.dbsize()).toBe(before);
   });
 
   test("over Connect JSON, a lone surrogate escape: INVALID_ARGUMENT", async () => {
-    const res = await fetch(`${server.url}/oda.suggest.v1.SuggestionService/SuggestTask`, {
+    const res = await fetch(`${t.server.url}/oda.suggest.v1.SuggestionService/SuggestTask`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: `{"context":{"sessionId":"${sessionId}","turnId":"t-json","role":"AGENT_ROLE_TOP_LEVEL"},"args":{"title":"a\\ud800","tldr":"b","brief":"c"}}`,
@@ -216,14 +195,14 @@ describe("oversized requests", () => {
   test("a brief over its limit gets the reference's refusal", async () => {
     const id = await freshSession();
     expect(
-      (await refusalOf(offer(clients, { sessionId: id, brief: "x".repeat(5000) }))).message,
+      (await refusalOf(offer(t.clients, { sessionId: id, brief: "x".repeat(5000) }))).message,
     ).toBe("suggest_task: brief must be at most 4000 characters (got 5000)");
   });
 
   test("a request over the size bound is refused before it is parsed", async () => {
     // gRPC's code for a message over the receiver's limit is RESOURCE_EXHAUSTED.
     await expectClean(
-      () => offer(clients, { sessionId, brief: "x".repeat(300 * 1024) }),
+      () => offer(t.clients, { sessionId, brief: "x".repeat(300 * 1024) }),
       Code.ResourceExhausted,
       /larger than configured readMaxBytes 262144/,
     );

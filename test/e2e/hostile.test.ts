@@ -3,40 +3,28 @@ import { connect } from "node:net";
 import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { AgentRole } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import {
   ListSuggestionsResponseSchema,
   SuggestionService,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
-import type { SuggestServer } from "../../server/server.js";
-import {
-  type Clients,
-  grpcClients,
-  putSession,
-  startTestServer,
-  uniqueId,
-} from "../support/harness.js";
+import { putSession, uniqueId } from "../support/harness.js";
+import { useTestServer } from "../support/server-fixture.js";
 import { offer } from "../support/suggest.js";
 
-let server: SuggestServer;
-let clients: Clients;
-beforeAll(async () => {
-  server = await startTestServer();
-  clients = grpcClients(server.url);
-});
-afterAll(() => server.close());
+const t = useTestServer();
 
 /** The server still answers a real call. */
 async function stillServing(): Promise<void> {
   const sessionId = uniqueId();
-  await putSession(clients, { sessionId });
-  const res = await offer(clients, { sessionId });
+  await putSession(t.clients, { sessionId });
+  const res = await offer(t.clients, { sessionId });
   expect(res.result).toMatch(/^Suggested "/);
 }
 
 async function postJson(path: string, body: string): Promise<{ status: number; json: unknown }> {
-  const res = await fetch(`${server.url}${path}`, {
+  const res = await fetch(`${t.server.url}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body,
@@ -50,7 +38,7 @@ describe("hostile input is answered cleanly and the server keeps serving", () =>
     // is 10 MB: a client with less fails on its own side before the server answers).
     const big = createClient(
       SuggestionService,
-      createGrpcTransport({ baseUrl: server.url, nodeOptions: { maxSessionMemory: 100 } }),
+      createGrpcTransport({ baseUrl: t.server.url, nodeOptions: { maxSessionMemory: 100 } }),
     );
     const err = await big
       .suggestTask({
@@ -81,7 +69,7 @@ describe("hostile input is answered cleanly and the server keeps serving", () =>
         }
         return found;
       };
-      const socket = connect(server.port, "127.0.0.1", () => {
+      const socket = connect(t.server.port, "127.0.0.1", () => {
         socket.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
         // A SETTINGS frame of 5 bytes (it must be a multiple of 6).
         socket.write(Buffer.from([0, 0, 5, 0x4, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5]));
@@ -102,7 +90,7 @@ describe("hostile input is answered cleanly and the server keeps serving", () =>
 
   test("garbage that is neither HTTP/1.1 nor HTTP/2", async () => {
     await new Promise<void>((resolve) => {
-      const socket = connect(server.port, "127.0.0.1", () =>
+      const socket = connect(t.server.port, "127.0.0.1", () =>
         socket.write(Buffer.alloc(4096, 0xff)),
       );
       socket.on("data", () => {});
@@ -113,7 +101,7 @@ describe("hostile input is answered cleanly and the server keeps serving", () =>
   });
 
   test("1,000 streams opened at once on one connection", async () => {
-    const session = http2.connect(server.url);
+    const session = http2.connect(t.server.url);
     const sessionId = uniqueId();
     const body = JSON.stringify({ sessionId });
     const outcomes = await Promise.all(
@@ -156,8 +144,8 @@ describe("hostile input is answered cleanly and the server keeps serving", () =>
   test("unknown fields are skipped, in JSON and in binary", async () => {
     // Skipping them keeps older servers working with newer clients.
     const sessionId = uniqueId();
-    await putSession(clients, { sessionId });
-    await offer(clients, { sessionId });
+    await putSession(t.clients, { sessionId });
+    await offer(t.clients, { sessionId });
     const res = await postJson(
       "/oda.suggest.v1.SuggestionService/ListSuggestions",
       JSON.stringify({ sessionId, notAField: { deep: [1, 2, 3] } }),
@@ -171,7 +159,7 @@ describe("hostile input is answered cleanly and the server keeps serving", () =>
       Buffer.from([0x9a, 0x06, 3]),
       Buffer.from("zzz"),
     ]);
-    const proto = await fetch(`${server.url}/oda.suggest.v1.SuggestionService/ListSuggestions`, {
+    const proto = await fetch(`${t.server.url}/oda.suggest.v1.SuggestionService/ListSuggestions`, {
       method: "POST",
       headers: { "content-type": "application/proto" },
       body: binary,
@@ -185,7 +173,7 @@ describe("hostile input is answered cleanly and the server keeps serving", () =>
 
   test("a wrong content type and an unknown path", async () => {
     const wrongType = await fetch(
-      `${server.url}/oda.suggest.v1.SuggestionService/ListSuggestions`,
+      `${t.server.url}/oda.suggest.v1.SuggestionService/ListSuggestions`,
       {
         method: "POST",
         headers: { "content-type": "text/plain" },
@@ -193,7 +181,7 @@ describe("hostile input is answered cleanly and the server keeps serving", () =>
       },
     );
     expect(wrongType.status).toBe(415);
-    const unknown = await fetch(`${server.url}/nothing/here`, { method: "POST" });
+    const unknown = await fetch(`${t.server.url}/nothing/here`, { method: "POST" });
     expect(unknown.status).toBe(404);
     await stillServing();
   });

@@ -5,18 +5,11 @@ import { fromBinary } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import protobuf from "protobufjs";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { RefusalReason, SuggestTaskRefusalSchema } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import type { SuggestServer } from "../../server/server.js";
-import {
-  type Clients,
-  grpcClients,
-  putSession,
-  sharedRedisUrl,
-  startTestServer,
-  uniqueId,
-} from "../support/harness.js";
+import { putSession, uniqueId } from "../support/harness.js";
+import { useTestServer } from "../support/server-fixture.js";
 import { offer, REFUSAL_TEXT, successText } from "../support/suggest.js";
 
 const run = promisify(execFile);
@@ -26,16 +19,10 @@ describe.each([
   ["the gRPC fast path", true],
   ["connect-node only", false],
 ])("through %s", (_, grpcFastPath) => {
-  let server: SuggestServer;
-  let clients: Clients;
-  beforeAll(async () => {
-    server = await startTestServer(sharedRedisUrl(), { grpcFastPath });
-    clients = grpcClients(server.url);
-  });
-  afterAll(() => server.close());
+  const t = useTestServer({ settings: { grpcFastPath } });
 
   test("gRPC calls take the path configured", async () => {
-    const session = http2.connect(server.url);
+    const session = http2.connect(t.server.url);
     const headers = await new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
       const stream = session.request({
         ":method": "POST",
@@ -63,8 +50,8 @@ describe.each([
 
   async function chatWithOffer(): Promise<{ sessionId: string; suggestionId: string }> {
     const sessionId = uniqueId();
-    await putSession(clients, { sessionId });
-    const res = await offer(clients, { sessionId, turnId: "t0" });
+    await putSession(t.clients, { sessionId });
+    const res = await offer(t.clients, { sessionId, turnId: "t0" });
     return { sessionId, suggestionId: res.suggestion?.id ?? "" };
   }
 
@@ -75,7 +62,7 @@ describe.each([
         "grpc",
         "--http2-prior-knowledge",
         "--list-methods",
-        server.url,
+        t.server.url,
       ]);
       expect(ok).toBe(true);
       for (const method of [
@@ -95,7 +82,7 @@ describe.each([
       "SuggestTask, ListSuggestions and StartSuggestion over %s, and a refusal's typed details",
       async (_, protocol) => {
         const { sessionId, suggestionId } = await chatWithOffer();
-        const url = (m: string) => `${server.url}/oda.suggest.v1.SuggestionService/${m}`;
+        const url = (m: string) => `${t.server.url}/oda.suggest.v1.SuggestionService/${m}`;
         const context = { sessionId, turnId: "t1", role: "AGENT_ROLE_TOP_LEVEL" };
         const offered = await bufCurl([
           ...protocol,
@@ -216,7 +203,7 @@ describe.each([
     }
 
     test("offers and starts a suggestion, and reads SuggestionError and ErrorInfo", async () => {
-      const address = server.url.replace("http://", "");
+      const address = t.server.url.replace("http://", "");
       const Suggestions = loaded.oda.suggest.v1.SuggestionService as grpc.ServiceClientConstructor;
       const Local = loaded.oda.suggest.v1.LocalHostService as grpc.ServiceClientConstructor;
       const suggestions = new Suggestions(address, grpc.credentials.createInsecure());
@@ -301,12 +288,12 @@ describe.each([
     const seen: number[] = [];
     const watching = (async () => {
       try {
-        for await (const lists of clients.suggestions.watchSuggestions(
+        for await (const lists of t.clients.suggestions.watchSuggestions(
           { sessionId },
           { signal: abort.signal },
         )) {
           seen.push(lists.open.length);
-          if (seen.length === 1) await offer(clients, { sessionId, turnId: "t-watch" });
+          if (seen.length === 1) await offer(t.clients, { sessionId, turnId: "t-watch" });
           if (seen.length === 2) abort.abort();
         }
       } catch (err) {
@@ -326,7 +313,7 @@ describe.each([
       "content-type: application/json",
       "-d",
       JSON.stringify({ sessionId }),
-      `${server.url}/oda.suggest.v1.SuggestionService/ListSuggestions`,
+      `${t.server.url}/oda.suggest.v1.SuggestionService/ListSuggestions`,
     ]);
     const body = JSON.parse(stdout);
     expect(body.open).toHaveLength(1);

@@ -1,6 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { expect, test } from "vitest";
-import { sessionKeys } from "../../server/store/keys.js";
 import {
   grpcClients,
   ownRedis,
@@ -9,6 +8,7 @@ import {
   spawnService,
   uniqueId,
 } from "../support/harness.js";
+import { logRecords } from "../support/lists.js";
 import { offer } from "../support/suggest.js";
 
 /**
@@ -74,8 +74,7 @@ test("SIGTERM under a steady stream of calls: each completes or is UNAVAILABLE, 
   const redis = redisClient(redisServer.url);
   const onStream: string[] = [];
   for (const sessionId of sessions) {
-    for (const [, flat] of await redis.xrange(sessionKeys(sessionId).log, "-", "+")) {
-      const fields = Object.fromEntries(flat.flatMap((v, i) => (i % 2 ? [] : [[v, flat[i + 1]]])));
+    for (const fields of await logRecords(redis, sessionId)) {
       if (fields.type === "offered") {
         expect(Object.keys(fields)).toEqual(RECORD_FIELDS);
         onStream.push(fields.id as string);

@@ -1,53 +1,35 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { afterEach, expect, test } from "vitest";
 import { MessageAuthor } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import type { RedisClient } from "../../server/redis/redis-client.js";
-import type { SuggestServer } from "../../server/server.js";
 import { startLockKey } from "../../server/store/keys.js";
 import {
   type Clients,
   grpcClients,
   putSession,
-  redisClient,
   type ServiceProcess,
   sharedRedisUrl,
   spawnService,
-  startTestServer,
   uniqueId,
 } from "../support/harness.js";
-import { logRecords, offerOne } from "../support/lists.js";
-import { gate, startTestHost, type TestHost } from "../support/test-host.js";
+import { logRecords } from "../support/lists.js";
+import { useTestHost, useTestServer } from "../support/server-fixture.js";
+import { offerOne } from "../support/suggest.js";
+import { gate } from "../support/test-host.js";
 
 // A service process that a test kills with kill -9 at a chosen moment: its chat host is
 // a test host that holds the call the process is waiting on until the test has killed
 // it, and then drops it. The later Start goes to another instance on the same Redis.
-let testHost: TestHost;
-let survivor: SuggestServer;
-let survivorClients: Clients;
-let hostClients: Clients;
-let redis: RedisClient;
-let victim: ServiceProcess | undefined;
-beforeAll(async () => {
-  testHost = await startTestHost();
-  survivor = await startTestServer(undefined, {
-    chatHostUrl: testHost.url,
-    startLockTtlMs: 500,
-  });
-  survivorClients = grpcClients(survivor.url);
-  hostClients = grpcClients(testHost.url);
-  redis = redisClient();
+const testHost = useTestHost();
+const survivor = useTestServer({
+  settings: () => ({ chatHostUrl: testHost.url, startLockTtlMs: 500 }),
 });
+let victim: ServiceProcess | undefined;
 afterEach(async () => {
   testHost.hooks.afterCreateChat = undefined;
   testHost.hooks.beforePostMessage = undefined;
   await victim?.kill();
   victim = undefined;
-});
-afterAll(async () => {
-  redis.disconnect();
-  await survivor.close();
-  await testHost.close();
 });
 
 /** A service process on the shared Redis whose chat host is the test host. */
@@ -64,7 +46,7 @@ const dropped = () => new ConnectError("the caller is gone", Code.Unavailable);
 
 async function offered(c: Clients) {
   const sessionId = uniqueId();
-  await putSession(hostClients, { sessionId });
+  await putSession(testHost.clients, { sessionId });
   const { id } = await offerOne(c, sessionId, "Survive the crash");
   return { sessionId, suggestionId: id };
 }
@@ -87,21 +69,21 @@ test("killed after the chat was created, before started was recorded: a later St
   expect(await doomed).toBeInstanceOf(ConnectError);
 
   // What the crash left: a chat without a brief, an open offer, the dead holder's lock.
-  expect((await hostClients.local.getChat({ chatId })).chat?.messages).toEqual([]);
-  expect((await logRecords(redis, sessionId)).map((r) => r.type)).toEqual(["offered"]);
-  expect(await redis.exists(startLockKey(sessionId, suggestionId))).toBe(1);
+  expect((await testHost.clients.local.getChat({ chatId })).chat?.messages).toEqual([]);
+  expect((await logRecords(survivor.redis, sessionId)).map((r) => r.type)).toEqual(["offered"]);
+  expect(await survivor.redis.exists(startLockKey(sessionId, suggestionId))).toBe(1);
 
   // The later Start waits out the dead holder's lock, then finishes on the same chat.
-  const res = await survivorClients.suggestions.startSuggestion({ sessionId, suggestionId });
+  const res = await survivor.clients.suggestions.startSuggestion({ sessionId, suggestionId });
   expect(res.chatId).toBe(chatId);
   expect(res.suggestion?.state).toBe(SuggestionState.STARTED);
-  const again = await survivorClients.suggestions.startSuggestion({ sessionId, suggestionId });
+  const again = await survivor.clients.suggestions.startSuggestion({ sessionId, suggestionId });
   expect(again.chatId).toBe(chatId);
-  const { chat } = await hostClients.local.getChat({ chatId });
+  const { chat } = await testHost.clients.local.getChat({ chatId });
   expect(chat?.messages.map((m) => [m.author, m.text])).toEqual([
     [MessageAuthor.SUGGESTION, "Do the follow-up."],
   ]);
-  const settled = (await logRecords(redis, sessionId)).filter((r) => r.type === "settled");
+  const settled = (await logRecords(survivor.redis, sessionId)).filter((r) => r.type === "settled");
   expect(settled).toEqual([expect.objectContaining({ outcome: "started", chat: chatId })]);
 });
 
@@ -123,17 +105,17 @@ test("killed after started was recorded, before the brief was posted: a later St
   expect(await doomed).toBeInstanceOf(ConnectError);
 
   // What the crash left: started recorded with the chat, the chat without its brief.
-  const settled = (await logRecords(redis, sessionId)).filter((r) => r.type === "settled");
+  const settled = (await logRecords(survivor.redis, sessionId)).filter((r) => r.type === "settled");
   expect(settled).toEqual([expect.objectContaining({ outcome: "started", chat: chatId })]);
-  expect((await hostClients.local.getChat({ chatId })).chat?.messages).toEqual([]);
+  expect((await testHost.clients.local.getChat({ chatId })).chat?.messages).toEqual([]);
 
   const answers = await Promise.all(
     Array.from({ length: 3 }, () =>
-      survivorClients.suggestions.startSuggestion({ sessionId, suggestionId }),
+      survivor.clients.suggestions.startSuggestion({ sessionId, suggestionId }),
     ),
   );
   expect(new Set(answers.map((r) => r.chatId))).toEqual(new Set([chatId]));
-  const { chat } = await hostClients.local.getChat({ chatId });
+  const { chat } = await testHost.clients.local.getChat({ chatId });
   expect(chat?.messages.map((m) => [m.author, m.text])).toEqual([
     [MessageAuthor.SUGGESTION, "Do the follow-up."],
   ]);

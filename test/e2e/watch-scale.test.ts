@@ -4,6 +4,7 @@ import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { WatchSuggestionsResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import {
   type Clients,
+  eventually,
   grpcClients,
   ownRedis,
   putSession,
@@ -13,7 +14,8 @@ import {
   startTestServer,
   uniqueId,
 } from "../support/harness.js";
-import { ids, offerOne, type WatchCapture, watch } from "../support/lists.js";
+import { ids, type WatchCapture, watch } from "../support/lists.js";
+import { offerOne } from "../support/suggest.js";
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterAll(async () => {
@@ -21,14 +23,6 @@ afterAll(async () => {
 });
 
 const settledIds = (m: WatchSuggestionsResponse) => ids(m.settled).join(",");
-
-async function eventually(check: () => Promise<boolean>, ms = 5_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 test("1,000 idle watchers on one server hold a bounded number of Redis connections", async () => {
   const redisServer = await ownRedis();

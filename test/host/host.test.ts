@@ -1,4 +1,4 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { describe, expect, test } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import {
@@ -9,24 +9,11 @@ import {
   SandboxMode,
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { embeddedChatId } from "../../server/host/embedded-host.js";
-import type { RedisClient } from "../../server/redis/redis-client.js";
-import { type Clients, putSession, uniqueId, useTestServer } from "../support/harness.js";
+import { connectErrorOf, putSession, uniqueId } from "../support/harness.js";
+import { useTestServer } from "../support/server-fixture.js";
 import { keysOf } from "../support/suggest.js";
 
-let clients: Clients;
-let redis: RedisClient;
-useTestServer((env) => ({ clients, redis } = env));
-
-/** Awaits a call that must fail; answers its ConnectError. */
-async function errorOf(call: Promise<unknown>): Promise<ConnectError> {
-  const err = await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(err instanceof ConnectError))
-    throw new Error(`expected a ConnectError, got ${String(err)}`);
-  return err;
-}
+const t = useTestServer();
 
 const settings = {
   model: "m-1",
@@ -39,7 +26,7 @@ const settings = {
 async function newChat(title = "A chat") {
   const key = uniqueId("key");
   const origin = { sessionId: uniqueId(), suggestionId: "sug-1" };
-  const { chatId } = await clients.host.createChat({
+  const { chatId } = await t.clients.host.createChat({
     idempotencyKey: key,
     workspaceId: "ws-7",
     title,
@@ -54,27 +41,27 @@ describe("CreateChat", () => {
     const key = uniqueId("key");
     const request = { idempotencyKey: key, workspaceId: "ws-7", title: "T", settings };
     const answers = await Promise.all(
-      Array.from({ length: 20 }, () => clients.host.createChat(request)),
+      Array.from({ length: 20 }, () => t.clients.host.createChat(request)),
     );
     const ids = new Set(answers.map((a) => a.chatId));
     expect(ids.size).toBe(1);
     const [chatId] = ids;
     expect(chatId).toBe(embeddedChatId(key));
-    expect((await clients.host.createChat(request)).chatId).toBe(chatId);
-    const other = await clients.host.createChat({ ...request, idempotencyKey: uniqueId("key") });
+    expect((await t.clients.host.createChat(request)).chatId).toBe(chatId);
+    const other = await t.clients.host.createChat({ ...request, idempotencyKey: uniqueId("key") });
     expect(other.chatId).not.toBe(chatId);
   });
 
   test("the chat is also a session: its workspace, a normal folder and its settings", async () => {
     const { chatId, origin } = await newChat("Write the docs");
-    const { session } = await clients.host.getSession({ sessionId: chatId });
+    const { session } = await t.clients.host.getSession({ sessionId: chatId });
     expect(session).toMatchObject({
       sessionId: chatId,
       workspaceId: "ws-7",
       folder: FolderKind.NORMAL,
       settings: { presetId: "", ...settings },
     });
-    const { chat } = await clients.local.getChat({ chatId });
+    const { chat } = await t.clients.local.getChat({ chatId });
     expect(chat).toMatchObject({
       chatId,
       workspaceId: "ws-7",
@@ -87,21 +74,21 @@ describe("CreateChat", () => {
 
   test("a retried CreateChat changes nothing, not even what PutSession set since", async () => {
     const { key, chatId } = await newChat();
-    await putSession(clients, { sessionId: chatId, workspaceId: "ws-8" });
-    await clients.host.createChat({ idempotencyKey: key, workspaceId: "ws-9", title: "Other" });
-    const { chat } = await clients.local.getChat({ chatId });
+    await putSession(t.clients, { sessionId: chatId, workspaceId: "ws-8" });
+    await t.clients.host.createChat({ idempotencyKey: key, workspaceId: "ws-9", title: "Other" });
+    const { chat } = await t.clients.local.getChat({ chatId });
     expect(chat).toMatchObject({ workspaceId: "ws-8", title: "A chat" });
   });
 
   test("every key it writes carries the chat's hash tag", async () => {
     const { chatId } = await newChat();
-    await clients.host.postMessage({
+    await t.clients.host.postMessage({
       idempotencyKey: "k",
       chatId,
       text: "hi",
       author: MessageAuthor.PERSON,
     });
-    const keys = await keysOf(redis, chatId);
+    const keys = await keysOf(t.redis, chatId);
     expect(keys.sort()).toEqual(
       [
         `host:{${chatId}}:chat`,
@@ -136,8 +123,8 @@ describe("CreateChat", () => {
       "origin.session_id must be 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'",
     ],
   ])("%s is INVALID_ARGUMENT", async (_, change, message) => {
-    const err = await errorOf(
-      clients.host.createChat({
+    const err = await connectErrorOf(
+      t.clients.host.createChat({
         idempotencyKey: uniqueId("key"),
         workspaceId: "ws-1",
         title: "T",
@@ -153,7 +140,7 @@ describe("PostMessage", () => {
   test("the same key posts once and answers the same message id; another key posts again", async () => {
     const { chatId } = await newChat();
     const post = (key: string, text: string) =>
-      clients.host.postMessage({
+      t.clients.host.postMessage({
         idempotencyKey: key,
         chatId,
         text,
@@ -163,7 +150,7 @@ describe("PostMessage", () => {
     const answers = await Promise.all(Array.from({ length: 10 }, () => post("brief", "Do it")));
     expect(new Set(answers.map((a) => a.messageId)).size).toBe(1);
     const second = await post("other", "More");
-    const { chat } = await clients.local.getChat({ chatId });
+    const { chat } = await t.clients.local.getChat({ chatId });
     expect(chat?.messages.map((m) => [m.messageId, m.author, m.text])).toEqual([
       [answers[0]?.messageId, MessageAuthor.SUGGESTION, "Do it"],
       [second.messageId, MessageAuthor.SUGGESTION, "More"],
@@ -173,22 +160,22 @@ describe("PostMessage", () => {
 
   test("posts to a session put with PutSession too (chats and sessions share one id space)", async () => {
     const sessionId = uniqueId();
-    await putSession(clients, { sessionId });
-    await clients.host.postMessage({
+    await putSession(t.clients, { sessionId });
+    await t.clients.host.postMessage({
       idempotencyKey: "k1",
       chatId: sessionId,
       text: "hello",
       author: MessageAuthor.PERSON,
     });
-    const { chat } = await clients.local.getChat({ chatId: sessionId });
+    const { chat } = await t.clients.local.getChat({ chatId: sessionId });
     expect(chat).toMatchObject({ chatId: sessionId, workspaceId: "ws-1", title: "" });
     expect(chat?.messages.map((m) => m.text)).toEqual(["hello"]);
   });
 
   test("an unknown chat is NOT_FOUND and nothing is written", async () => {
     const chatId = uniqueId("chat");
-    const err = await errorOf(
-      clients.host.postMessage({
+    const err = await connectErrorOf(
+      t.clients.host.postMessage({
         idempotencyKey: "k",
         chatId,
         text: "x",
@@ -197,7 +184,7 @@ describe("PostMessage", () => {
     );
     expect(Code[err.code]).toBe("NotFound");
     expect(err.rawMessage).toBe(`no chat "${chatId}"`);
-    expect(await keysOf(redis, chatId)).toEqual([]);
+    expect(await keysOf(t.redis, chatId)).toEqual([]);
   });
 
   test.each([
@@ -213,8 +200,8 @@ describe("PostMessage", () => {
       "author must be MESSAGE_AUTHOR_PERSON, MESSAGE_AUTHOR_AGENT or MESSAGE_AUTHOR_SUGGESTION",
     ],
   ])("%s is INVALID_ARGUMENT", async (_, change, message) => {
-    const err = await errorOf(
-      clients.host.postMessage({
+    const err = await connectErrorOf(
+      t.clients.host.postMessage({
         idempotencyKey: "k",
         chatId: "chat-1",
         text: "x",
@@ -230,10 +217,10 @@ describe("PostMessage", () => {
 describe("GetChat", () => {
   test("an unknown chat is NOT_FOUND; a malformed id INVALID_ARGUMENT", async () => {
     const chatId = uniqueId("chat");
-    const missing = await errorOf(clients.local.getChat({ chatId }));
+    const missing = await connectErrorOf(t.clients.local.getChat({ chatId }));
     expect(Code[missing.code]).toBe("NotFound");
     expect(missing.rawMessage).toBe(`no chat "${chatId}"`);
-    const bad = await errorOf(clients.local.getChat({ chatId: "" }));
+    const bad = await connectErrorOf(t.clients.local.getChat({ chatId: "" }));
     expect(Code[bad.code]).toBe("InvalidArgument");
   });
 });
@@ -243,7 +230,7 @@ describe("CreateGoal", () => {
     const { chatId } = await newChat();
     const post = async (author: MessageAuthor) =>
       (
-        await clients.host.postMessage({
+        await t.clients.host.postMessage({
           idempotencyKey: `k-${author}`,
           chatId,
           text: "Make a goal of this",
@@ -252,7 +239,7 @@ describe("CreateGoal", () => {
       ).messageId;
     for (const author of [MessageAuthor.SUGGESTION, MessageAuthor.AGENT]) {
       const messageId = await post(author);
-      const err = await errorOf(clients.local.createGoal({ chatId, messageId }));
+      const err = await connectErrorOf(t.clients.local.createGoal({ chatId, messageId }));
       expect(Code[err.code]).toBe("PermissionDenied");
       expect(err.rawMessage).toBe(
         `message "${messageId}" is not the person's own instruction; ask the person first`,
@@ -264,18 +251,20 @@ describe("CreateGoal", () => {
       });
     }
     const personal = await post(MessageAuthor.PERSON);
-    const { goalId } = await clients.local.createGoal({ chatId, messageId: personal });
+    const { goalId } = await t.clients.local.createGoal({ chatId, messageId: personal });
     expect(goalId).toMatch(/^goal-[0-9a-f]{32}$/);
-    expect((await clients.local.createGoal({ chatId, messageId: personal })).goalId).toBe(goalId);
+    expect((await t.clients.local.createGoal({ chatId, messageId: personal })).goalId).toBe(goalId);
   });
 
   test("an unknown chat or message is NOT_FOUND", async () => {
     const { chatId } = await newChat();
-    const noMessage = await errorOf(clients.local.createGoal({ chatId, messageId: "msg-x" }));
+    const noMessage = await connectErrorOf(
+      t.clients.local.createGoal({ chatId, messageId: "msg-x" }),
+    );
     expect(Code[noMessage.code]).toBe("NotFound");
     expect(noMessage.rawMessage).toBe(`no message "msg-x" in chat "${chatId}"`);
-    const noChat = await errorOf(
-      clients.local.createGoal({ chatId: uniqueId("chat"), messageId: "msg-x" }),
+    const noChat = await connectErrorOf(
+      t.clients.local.createGoal({ chatId: uniqueId("chat"), messageId: "msg-x" }),
     );
     expect(Code[noChat.code]).toBe("NotFound");
   });

@@ -3,11 +3,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { MessageAuthor } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
-import type { RedisServerProcess } from "../../server/redis/redis-server-process.js";
-import type { SuggestServer } from "../../server/server.js";
 import { startLockKey } from "../../server/store/keys.js";
 import {
-  type Clients,
+  connectErrorOf,
   grpcClients,
   ownRedis,
   putSession,
@@ -17,47 +15,26 @@ import {
   startTestServer,
   uniqueId,
 } from "../support/harness.js";
-import { expectNotOpen, failureOf, logRecords, offerOne } from "../support/lists.js";
-import { keysOf } from "../support/suggest.js";
-import { startTestHost, type TestHost } from "../support/test-host.js";
-
-/** Awaits a call that must fail; answers its ConnectError. */
-async function errorOf(call: Promise<unknown>): Promise<ConnectError> {
-  const err = await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(err instanceof ConnectError))
-    throw new Error(`expected a ConnectError, got ${String(err)}`);
-  return err;
-}
+import { expectNotOpen, failureOf, logRecords } from "../support/lists.js";
+import { useOwnRedis, useTestHost, useTestServer } from "../support/server-fixture.js";
+import { keysOf, offerOne } from "../support/suggest.js";
+import { startTestHost } from "../support/test-host.js";
 
 // The remote host is a second process: the service's embedded host served over gRPC, on
 // a Redis of its own, so its sessions and chats are reachable only through CHAT_HOST_URL.
-let hostRedis: RedisServerProcess & { remove: () => void };
+const hostRedis = useOwnRedis();
 let hostProcess: ServiceProcess;
-let embedded: SuggestServer;
-let remote: SuggestServer;
-let redis: RedisClient;
 let hostRedisClient: RedisClient;
 beforeAll(async () => {
-  hostRedis = await ownRedis();
   hostProcess = await spawnService(hostRedis.url);
-  [embedded, remote] = await Promise.all([
-    startTestServer(),
-    startTestServer(undefined, { chatHostUrl: hostProcess.url }),
-  ]);
-  redis = redisClient();
   hostRedisClient = redisClient(hostRedis.url);
 });
 afterAll(async () => {
-  redis.disconnect();
   hostRedisClient.disconnect();
-  await Promise.all([embedded.close(), remote.close()]);
   await hostProcess.kill("SIGTERM");
-  await hostRedis.stop();
-  hostRedis.remove();
 });
+const embedded = useTestServer();
+const remote = useTestServer({ settings: () => ({ chatHostUrl: hostProcess.url }) });
 
 /** The service to call, and the host that holds its sessions and chats. */
 const setups = () =>
@@ -94,7 +71,7 @@ describe.each(["embedded", "remote"] as const)("Start with the %s host", (which)
     expect(chat?.messages.map((m) => [m.author, m.text])).toEqual([
       [MessageAuthor.SUGGESTION, "Do the follow-up."],
     ]);
-    const goal = await errorOf(
+    const goal = await connectErrorOf(
       host.local.createGoal({
         chatId: first.chatId,
         messageId: chat?.messages[0]?.messageId ?? "",
@@ -102,9 +79,12 @@ describe.each(["embedded", "remote"] as const)("Start with the %s host", (which)
     );
     expect(Code[goal.code]).toBe("PermissionDenied");
     // The chat lives in the host's Redis: with a remote host, none of it in the service's.
-    const hostKeys = await keysOf(which === "remote" ? hostRedisClient : redis, first.chatId);
+    const hostKeys = await keysOf(
+      which === "remote" ? hostRedisClient : embedded.redis,
+      first.chatId,
+    );
     expect(hostKeys.length).toBeGreaterThan(0);
-    if (which === "remote") expect(await keysOf(redis, first.chatId)).toEqual([]);
+    if (which === "remote") expect(await keysOf(embedded.redis, first.chatId)).toEqual([]);
   });
 
   test("refuses a dismissed suggestion with not-open", async () => {
@@ -122,40 +102,31 @@ describe.each(["embedded", "remote"] as const)("Start with the %s host", (which)
 });
 
 describe("a host that fails", () => {
-  let testHost: TestHost;
-  let service: SuggestServer;
-  let c: Clients;
-  beforeAll(async () => {
-    testHost = await startTestHost();
-    service = await startTestServer(undefined, {
-      chatHostUrl: testHost.url,
-      chatHostTimeoutMs: 500,
-    });
-    c = grpcClients(service.url);
+  const testHost = useTestHost();
+  const service = useTestServer({
+    settings: () => ({ chatHostUrl: testHost.url, chatHostTimeoutMs: 500 }),
   });
   afterEach(() => {
     testHost.hooks.beforeCreateChat = undefined;
     testHost.hooks.beforePostMessage = undefined;
   });
-  afterAll(async () => {
-    await service.close();
-    await testHost.close();
-  });
 
   async function offered() {
     const sessionId = uniqueId();
-    await putSession(grpcClients(testHost.url), { sessionId });
-    const { id } = await offerOne(c, sessionId);
+    await putSession(testHost.clients, { sessionId });
+    const { id } = await offerOne(service.clients, sessionId);
     return { sessionId, suggestionId: id };
   }
 
   /** Asserts UNAVAILABLE, no record beyond the offer, no lock left. */
   async function expectUnavailableNothingRecorded(sessionId: string, suggestionId: string) {
-    const err = await errorOf(c.suggestions.startSuggestion({ sessionId, suggestionId }));
+    const err = await connectErrorOf(
+      service.clients.suggestions.startSuggestion({ sessionId, suggestionId }),
+    );
     expect(Code[err.code]).toBe("Unavailable");
     expect(err.rawMessage).toBe("the chat host is unavailable");
-    expect((await logRecords(redis, sessionId)).map((r) => r.type)).toEqual(["offered"]);
-    expect(await redis.exists(startLockKey(sessionId, suggestionId))).toBe(0);
+    expect((await logRecords(embedded.redis, sessionId)).map((r) => r.type)).toEqual(["offered"]);
+    expect(await embedded.redis.exists(startLockKey(sessionId, suggestionId))).toBe(0);
   }
 
   test("CreateChat failing: UNAVAILABLE, nothing recorded, and a retry then succeeds", async () => {
@@ -165,7 +136,7 @@ describe("a host that fails", () => {
     };
     await expectUnavailableNothingRecorded(sessionId, suggestionId);
     testHost.hooks.beforeCreateChat = undefined;
-    const res = await c.suggestions.startSuggestion({ sessionId, suggestionId });
+    const res = await service.clients.suggestions.startSuggestion({ sessionId, suggestionId });
     expect(res.suggestion?.state).toBe(SuggestionState.STARTED);
   });
 
@@ -180,10 +151,12 @@ describe("a host that fails", () => {
     testHost.hooks.beforePostMessage = async () => {
       throw new ConnectError("host restarting", Code.Unavailable);
     };
-    const err = await errorOf(c.suggestions.startSuggestion({ sessionId, suggestionId }));
+    const err = await connectErrorOf(
+      service.clients.suggestions.startSuggestion({ sessionId, suggestionId }),
+    );
     expect(Code[err.code]).toBe("Unavailable");
     testHost.hooks.beforePostMessage = undefined;
-    const res = await c.suggestions.startSuggestion({ sessionId, suggestionId });
+    const res = await service.clients.suggestions.startSuggestion({ sessionId, suggestionId });
     const { chat } = await grpcClients(testHost.url).local.getChat({ chatId: res.chatId });
     expect(chat?.messages).toHaveLength(1);
   });
@@ -197,12 +170,14 @@ describe("a host that fails", () => {
       const d = grpcClients(s.url);
       const { id } = await offerOne(d, sessionId);
       await down.close();
-      const before = await logRecords(redis, sessionId);
-      const err = await errorOf(d.suggestions.startSuggestion({ sessionId, suggestionId: id }));
+      const before = await logRecords(embedded.redis, sessionId);
+      const err = await connectErrorOf(
+        d.suggestions.startSuggestion({ sessionId, suggestionId: id }),
+      );
       expect(Code[err.code]).toBe("Unavailable");
       expect(err.rawMessage).toBe("the chat host is unavailable");
-      expect(await logRecords(redis, sessionId)).toEqual(before);
-      expect(await redis.exists(startLockKey(sessionId, id))).toBe(0);
+      expect(await logRecords(embedded.redis, sessionId)).toEqual(before);
+      expect(await embedded.redis.exists(startLockKey(sessionId, id))).toBe(0);
     } finally {
       await s.close();
     }
@@ -219,11 +194,13 @@ test("the remote host process killed: Start answers UNAVAILABLE and records noth
     await putSession(grpcClients(host2.url), { sessionId });
     const { id } = await offerOne(c, sessionId);
     await host2.kill("SIGKILL");
-    const err = await errorOf(c.suggestions.startSuggestion({ sessionId, suggestionId: id }));
+    const err = await connectErrorOf(
+      c.suggestions.startSuggestion({ sessionId, suggestionId: id }),
+    );
     expect(Code[err.code]).toBe("Unavailable");
     expect(err.rawMessage).toBe("the chat host is unavailable");
-    expect((await logRecords(redis, sessionId)).map((r) => r.type)).toEqual(["offered"]);
-    expect(await redis.exists(startLockKey(sessionId, id))).toBe(0);
+    expect((await logRecords(embedded.redis, sessionId)).map((r) => r.type)).toEqual(["offered"]);
+    expect(await embedded.redis.exists(startLockKey(sessionId, id))).toBe(0);
   } finally {
     await service.close();
     await host2.kill();

@@ -1,6 +1,6 @@
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import {
   ChatHostService,
@@ -9,9 +9,8 @@ import {
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { AgentRole } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
-import type { RedisClient } from "../../server/redis/redis-client.js";
-import type { SuggestServer } from "../../server/server.js";
-import { ownRedis, redisClient, startTestServer, uniqueId } from "../support/harness.js";
+import { uniqueId } from "../support/harness.js";
+import { useOwnRedis, useTestServer } from "../support/server-fixture.js";
 
 const TOKENS = {
   agent: "agent-token-0123456789",
@@ -19,26 +18,16 @@ const TOKENS = {
   "host-admin": "admin-token-0123456789",
 } as const;
 
-let redisServer: Awaited<ReturnType<typeof ownRedis>>;
-let server: SuggestServer;
-let redis: RedisClient;
-
-beforeAll(async () => {
-  // A Redis of this file's own: "reaches Redis" is read off its command counter.
-  redisServer = await ownRedis();
-  server = await startTestServer(redisServer.url, {
+// A Redis of this file's own: "reaches Redis" is read off its command counter.
+const own = useOwnRedis();
+const t = useTestServer({
+  redisUrl: () => own.url,
+  settings: {
     authTokens: Object.entries(TOKENS).map(([role, token]) => ({
       role: role as keyof typeof TOKENS,
       token,
     })),
-  });
-  redis = redisClient(redisServer.url);
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.close();
-  await redisServer.stop();
-  redisServer.remove();
+  },
 });
 
 function clientsWith(token: string | undefined) {
@@ -46,7 +35,7 @@ function clientsWith(token: string | undefined) {
     if (token !== undefined) req.header.set("authorization", `Bearer ${token}`);
     return next(req);
   };
-  const transport = createGrpcTransport({ baseUrl: server.url, interceptors: [bearer] });
+  const transport = createGrpcTransport({ baseUrl: t.server.url, interceptors: [bearer] });
   return {
     suggestions: createClient(SuggestionService, transport),
     host: createClient(ChatHostService, transport),
@@ -66,7 +55,7 @@ async function codeOf(call: Promise<unknown>): Promise<string> {
 
 /** Commands the server sent to Redis, less the INFO that reads the counter. */
 async function commandsProcessed(): Promise<number> {
-  const info = await redis.info("stats");
+  const info = await t.redis.info("stats");
   return Number(/total_commands_processed:(\d+)/.exec(info)?.[1]);
 }
 

@@ -1,20 +1,10 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import type { RedisClient } from "../../server/redis/redis-client.js";
-import type { SuggestServer } from "../../server/server.js";
 import { createRedisClient } from "../../server/store/scripts.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
-import {
-  type Clients,
-  grpcClients,
-  putSession,
-  redisClient,
-  sharedRedisUrl,
-  startTestServer,
-  uniqueId,
-} from "../support/harness.js";
+import { putSession, sharedRedisUrl, uniqueId } from "../support/harness.js";
 import {
   expectNotFound,
   expectNotOpen,
@@ -22,31 +12,19 @@ import {
   failureOf,
   ids,
   logRecords,
-  offerOne,
 } from "../support/lists.js";
+import { useTestServer } from "../support/server-fixture.js";
+import { offerOne } from "../support/suggest.js";
 
-let server: SuggestServer;
-let other: SuggestServer;
-let clients: Clients;
-let otherClients: Clients;
-let redis: RedisClient;
-beforeAll(async () => {
-  [server, other] = await Promise.all([startTestServer(), startTestServer()]);
-  clients = grpcClients(server.url);
-  otherClients = grpcClients(other.url);
-  redis = redisClient();
-});
-afterAll(async () => {
-  redis.disconnect();
-  await Promise.all([server.close(), other.close()]);
-});
+const t = useTestServer();
+const other = useTestServer();
 
 /** A session with `n` offers made through the tool; answers the session and the offer ids. */
 async function session(n: number) {
   const sessionId = uniqueId();
-  await putSession(clients, { sessionId });
+  await putSession(t.clients, { sessionId });
   const offers: string[] = [];
-  for (let i = 0; i < n; i++) offers.push((await offerOne(clients, sessionId, `Task ${i}`)).id);
+  for (let i = 0; i < n; i++) offers.push((await offerOne(t.clients, sessionId, `Task ${i}`)).id);
   return { sessionId, offers };
 }
 
@@ -56,31 +34,31 @@ describe("draft", () => {
   test("an open suggestion becomes drafted; a repeat answers it as it is and records nothing", async () => {
     const { sessionId, offers } = await session(1);
     const id = offers[0] as string;
-    const { suggestion } = await clients.suggestions.draftSuggestion(req(sessionId, id));
+    const { suggestion } = await t.clients.suggestions.draftSuggestion(req(sessionId, id));
     expect(suggestion).toMatchObject({ id, sessionId, state: SuggestionState.DRAFTED, chatId: "" });
     expect(suggestion?.settledAt).toBeDefined();
-    const log = await logRecords(redis, sessionId);
+    const log = await logRecords(t.redis, sessionId);
     expect(log).toHaveLength(2);
     expect(log[1]).toEqual({ type: "settled", id, outcome: "drafted", time: expect.any(String) });
     expect(suggestion?.settledAt && timestampMs(suggestion.settledAt)).toBe(Number(log[1]?.time));
 
-    const again = await clients.suggestions.draftSuggestion(req(sessionId, id));
+    const again = await t.clients.suggestions.draftSuggestion(req(sessionId, id));
     expect(again.suggestion).toEqual(suggestion);
-    expect((await clients.suggestions.getSuggestion(req(sessionId, id))).suggestion).toEqual(
+    expect((await t.clients.suggestions.getSuggestion(req(sessionId, id))).suggestion).toEqual(
       suggestion,
     );
-    expect(await logRecords(redis, sessionId)).toHaveLength(2);
+    expect(await logRecords(t.redis, sessionId)).toHaveLength(2);
   });
 
   test("a drafted suggestion cannot be dismissed or restored", async () => {
     const { sessionId, offers } = await session(1);
     const id = offers[0] as string;
-    await clients.suggestions.draftSuggestion(req(sessionId, id));
-    const dismiss = await failureOf(clients.suggestions.dismissSuggestion(req(sessionId, id)));
+    await t.clients.suggestions.draftSuggestion(req(sessionId, id));
+    const dismiss = await failureOf(t.clients.suggestions.dismissSuggestion(req(sessionId, id)));
     expectNotOpen(dismiss, id, SuggestionState.DRAFTED);
-    const restore = await failureOf(clients.suggestions.restoreSuggestion(req(sessionId, id)));
+    const restore = await failureOf(t.clients.suggestions.restoreSuggestion(req(sessionId, id)));
     expectNotOpen(restore, id, SuggestionState.DRAFTED);
-    expect(await logRecords(redis, sessionId)).toHaveLength(2);
+    expect(await logRecords(t.redis, sessionId)).toHaveLength(2);
   });
 });
 
@@ -88,53 +66,54 @@ describe("dismiss and restore", () => {
   test("dismissed, dismissed again as it is, not draftable, restored, restored again as it is", async () => {
     const { sessionId, offers } = await session(1);
     const id = offers[0] as string;
-    const dismissed = (await clients.suggestions.dismissSuggestion(req(sessionId, id))).suggestion;
+    const dismissed = (await t.clients.suggestions.dismissSuggestion(req(sessionId, id)))
+      .suggestion;
     expect(dismissed).toMatchObject({ id, state: SuggestionState.DISMISSED });
     expect(dismissed?.settledAt).toBeDefined();
-    const again = (await clients.suggestions.dismissSuggestion(req(sessionId, id))).suggestion;
+    const again = (await t.clients.suggestions.dismissSuggestion(req(sessionId, id))).suggestion;
     expect(again).toEqual(dismissed);
-    expect(await logRecords(redis, sessionId)).toHaveLength(2);
+    expect(await logRecords(t.redis, sessionId)).toHaveLength(2);
 
-    const draft = await failureOf(clients.suggestions.draftSuggestion(req(sessionId, id)));
+    const draft = await failureOf(t.clients.suggestions.draftSuggestion(req(sessionId, id)));
     expectNotOpen(draft, id, SuggestionState.DISMISSED);
 
-    const restored = (await clients.suggestions.restoreSuggestion(req(sessionId, id))).suggestion;
+    const restored = (await t.clients.suggestions.restoreSuggestion(req(sessionId, id))).suggestion;
     expect(restored).toMatchObject({ id, state: SuggestionState.OPEN });
     expect(restored?.settledAt).toBeUndefined();
-    const log = await logRecords(redis, sessionId);
+    const log = await logRecords(t.redis, sessionId);
     expect(log.map((r) => r.outcome ?? r.type)).toEqual(["offered", "dismissed", "restored"]);
 
-    const restoredAgain = await clients.suggestions.restoreSuggestion(req(sessionId, id));
+    const restoredAgain = await t.clients.suggestions.restoreSuggestion(req(sessionId, id));
     expect(restoredAgain.suggestion).toEqual(restored);
-    expect(await logRecords(redis, sessionId)).toHaveLength(3);
+    expect(await logRecords(t.redis, sessionId)).toHaveLength(3);
 
     // Open again, it takes any outcome once more.
-    const drafted = (await clients.suggestions.draftSuggestion(req(sessionId, id))).suggestion;
+    const drafted = (await t.clients.suggestions.draftSuggestion(req(sessionId, id))).suggestion;
     expect(drafted?.state).toBe(SuggestionState.DRAFTED);
   });
 
   test("restoring an open suggestion answers it as it is and records nothing", async () => {
     const { sessionId, offers } = await session(1);
     const id = offers[0] as string;
-    const before = (await clients.suggestions.getSuggestion(req(sessionId, id))).suggestion;
-    const res = await clients.suggestions.restoreSuggestion(req(sessionId, id));
+    const before = (await t.clients.suggestions.getSuggestion(req(sessionId, id))).suggestion;
+    const res = await t.clients.suggestions.restoreSuggestion(req(sessionId, id));
     expect(res.suggestion).toEqual(before);
-    expect(await logRecords(redis, sessionId)).toHaveLength(1);
+    expect(await logRecords(t.redis, sessionId)).toHaveLength(1);
   });
 
   test("with 3 open, a restore fails with open-limit and records nothing", async () => {
     const { sessionId, offers } = await session(3);
     const [a, b, c] = offers as [string, string, string];
-    await clients.suggestions.dismissSuggestion(req(sessionId, a));
-    const d = (await offerOne(clients, sessionId, "Task 3")).id;
-    const before = await logRecords(redis, sessionId);
-    expectOpenLimit(await failureOf(clients.suggestions.restoreSuggestion(req(sessionId, a))));
-    expect(await logRecords(redis, sessionId)).toEqual(before);
+    await t.clients.suggestions.dismissSuggestion(req(sessionId, a));
+    const d = (await offerOne(t.clients, sessionId, "Task 3")).id;
+    const before = await logRecords(t.redis, sessionId);
+    expectOpenLimit(await failureOf(t.clients.suggestions.restoreSuggestion(req(sessionId, a))));
+    expect(await logRecords(t.redis, sessionId)).toEqual(before);
 
-    await clients.suggestions.draftSuggestion(req(sessionId, c));
-    const restored = await clients.suggestions.restoreSuggestion(req(sessionId, a));
+    await t.clients.suggestions.draftSuggestion(req(sessionId, c));
+    const restored = await t.clients.suggestions.restoreSuggestion(req(sessionId, a));
     expect(restored.suggestion?.state).toBe(SuggestionState.OPEN);
-    const lists = await clients.suggestions.listSuggestions({ sessionId });
+    const lists = await t.clients.suggestions.listSuggestions({ sessionId });
     expect(ids(lists.open)).toEqual([d, b, a]);
     expect(ids(lists.settled)).toEqual([c]);
   });
@@ -148,37 +127,40 @@ test("a started suggestion cannot be drafted, dismissed or restored; it keeps it
   expect((await store.settle(sessionId, id, "started", "chat-42")).kind).toBe("recorded");
   store.redis.disconnect();
   for (const call of [
-    () => clients.suggestions.draftSuggestion(req(sessionId, id)),
-    () => clients.suggestions.dismissSuggestion(req(sessionId, id)),
-    () => clients.suggestions.restoreSuggestion(req(sessionId, id)),
+    () => t.clients.suggestions.draftSuggestion(req(sessionId, id)),
+    () => t.clients.suggestions.dismissSuggestion(req(sessionId, id)),
+    () => t.clients.suggestions.restoreSuggestion(req(sessionId, id)),
   ]) {
     expectNotOpen(await failureOf(call()), id, SuggestionState.STARTED);
   }
-  const { suggestion } = await clients.suggestions.getSuggestion(req(sessionId, id));
+  const { suggestion } = await t.clients.suggestions.getSuggestion(req(sessionId, id));
   expect(suggestion).toMatchObject({ state: SuggestionState.STARTED, chatId: "chat-42" });
-  expect(await logRecords(redis, sessionId)).toHaveLength(2);
+  expect(await logRecords(t.redis, sessionId)).toHaveLength(2);
 });
 
 test("an unknown id is not-found on get, draft, dismiss and restore, and records nothing", async () => {
   const { sessionId } = await session(1);
   const ghost = "no-such-suggestion";
   for (const call of [
-    () => clients.suggestions.getSuggestion(req(sessionId, ghost)),
-    () => clients.suggestions.draftSuggestion(req(sessionId, ghost)),
-    () => clients.suggestions.dismissSuggestion(req(sessionId, ghost)),
-    () => clients.suggestions.restoreSuggestion(req(sessionId, ghost)),
+    () => t.clients.suggestions.getSuggestion(req(sessionId, ghost)),
+    () => t.clients.suggestions.draftSuggestion(req(sessionId, ghost)),
+    () => t.clients.suggestions.dismissSuggestion(req(sessionId, ghost)),
+    () => t.clients.suggestions.restoreSuggestion(req(sessionId, ghost)),
   ]) {
     expectNotFound(await failureOf(call()), ghost);
   }
-  expect(await logRecords(redis, sessionId)).toHaveLength(1);
+  expect(await logRecords(t.redis, sessionId)).toHaveLength(1);
   // A session that never offered anything: not-found too, and no stream appears.
   const empty = uniqueId();
-  expectNotFound(await failureOf(clients.suggestions.dismissSuggestion(req(empty, ghost))), ghost);
-  expect(await redis.exists(`suggest:{${empty}}:log`)).toBe(0);
+  expectNotFound(
+    await failureOf(t.clients.suggestions.dismissSuggestion(req(empty, ghost))),
+    ghost,
+  );
+  expect(await t.redis.exists(`suggest:{${empty}}:log`)).toBe(0);
 });
 
 test("malformed ids are INVALID_ARGUMENT on every RPC, session id first", async () => {
-  const s = clients.suggestions;
+  const s = t.clients.suggestions;
   const bad = ["", "has space", "slash/id", "x".repeat(129), "é"];
   const calls = (sessionId: string, suggestionId: string) => [
     () => s.getSuggestion(req(sessionId, suggestionId)),
@@ -224,17 +206,17 @@ test("concurrent restores with 2 open let exactly one succeed, across two server
   const rounds = await Promise.all(
     Array.from({ length: 8 }, async () => {
       const { sessionId, offers } = await session(3);
-      for (const id of offers) await clients.suggestions.dismissSuggestion(req(sessionId, id));
-      await offerOne(clients, sessionId, "Open 1");
-      await offerOne(clients, sessionId, "Open 2");
+      for (const id of offers) await t.clients.suggestions.dismissSuggestion(req(sessionId, id));
+      await offerOne(t.clients, sessionId, "Open 1");
+      await offerOne(t.clients, sessionId, "Open 2");
       const results = await Promise.allSettled(
         offers.flatMap((id) => [
-          clients.suggestions.restoreSuggestion(req(sessionId, id)),
-          otherClients.suggestions.restoreSuggestion(req(sessionId, id)),
+          t.clients.suggestions.restoreSuggestion(req(sessionId, id)),
+          other.clients.suggestions.restoreSuggestion(req(sessionId, id)),
         ]),
       );
-      const log = await logRecords(redis, sessionId);
-      const lists = await clients.suggestions.listSuggestions({ sessionId });
+      const log = await logRecords(t.redis, sessionId);
+      const lists = await t.clients.suggestions.listSuggestions({ sessionId });
       return { results, log, lists };
     }),
   );

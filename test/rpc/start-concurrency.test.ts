@@ -13,8 +13,8 @@ import {
   spawnService,
   uniqueId,
 } from "../support/harness.js";
-import { logRecords, offerOne } from "../support/lists.js";
-import { keysOf } from "../support/suggest.js";
+import { logRecords } from "../support/lists.js";
+import { keysOf, offerOne } from "../support/suggest.js";
 
 // Two service processes on one Redis of this test's own (so that its command counts are
 // this test's alone), each with the embedded host on that Redis.

@@ -1,5 +1,5 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import {
   ApprovalPolicy,
   ChatSettingsSchema,
@@ -8,37 +8,13 @@ import {
   SandboxMode,
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { startedChatSettings } from "../../server/domain/started-chat.js";
-import type { SuggestServer } from "../../server/server.js";
-import {
-  type Clients,
-  grpcClients,
-  putSession,
-  startTestServer,
-  uniqueId,
-} from "../support/harness.js";
-import { offerOne } from "../support/lists.js";
-import { startTestHost, type TestHost } from "../support/test-host.js";
+import { type Clients, putSession, uniqueId } from "../support/harness.js";
+import { useTestHost, useTestServer } from "../support/server-fixture.js";
+import { offerOne } from "../support/suggest.js";
 
-let embedded: SuggestServer;
-let clients: Clients;
-let testHost: TestHost;
-let remote: SuggestServer;
-let remoteClients: Clients;
-let hostClients: Clients;
-beforeAll(async () => {
-  testHost = await startTestHost();
-  [embedded, remote] = await Promise.all([
-    startTestServer(),
-    startTestServer(undefined, { chatHostUrl: testHost.url }),
-  ]);
-  clients = grpcClients(embedded.url);
-  remoteClients = grpcClients(remote.url);
-  hostClients = grpcClients(testHost.url);
-});
-afterAll(async () => {
-  await Promise.all([embedded.close(), remote.close()]);
-  await testHost.close();
-});
+const testHost = useTestHost();
+const embedded = useTestServer();
+const remote = useTestServer({ settings: () => ({ chatHostUrl: testHost.url }) });
 
 /** Starts an offer from a session with `settings`; answers the new chat and its session. */
 async function startFrom(
@@ -61,7 +37,7 @@ async function startFrom(
 
 describe("a chat started from a suggestion", () => {
   test("with a preset: the preset, model and permission; sandbox and approval left to the preset", async () => {
-    const { chat, session } = await startFrom(clients, clients, {
+    const { chat, session } = await startFrom(embedded.clients, embedded.clients, {
       presetId: "writer",
       model: "model-a",
       permission: Permission.DEFAULT,
@@ -92,7 +68,7 @@ describe("a chat started from a suggestion", () => {
       sandbox: SandboxMode.FULL_ACCESS,
       approval: ApprovalPolicy.NEVER,
     };
-    const { chat, session } = await startFrom(clients, clients, settings);
+    const { chat, session } = await startFrom(embedded.clients, embedded.clients, settings);
     expect(chat?.settings).toMatchObject(settings);
     expect(session?.settings).toMatchObject(settings);
   });
@@ -100,7 +76,7 @@ describe("a chat started from a suggestion", () => {
   test("a read-only chat on a preset that defaults to full access starts a read-only chat", async () => {
     // The test host resolves presets as a real host does: `autopilot` fills full access
     // into whatever the request leaves unset. The request carries read-only explicitly.
-    const { chat, session } = await startFrom(remoteClients, hostClients, {
+    const { chat, session } = await startFrom(remote.clients, testHost.clients, {
       presetId: "autopilot",
       model: "model-c",
       permission: Permission.READ_ONLY,
@@ -126,7 +102,7 @@ describe("a chat started from a suggestion", () => {
   });
 
   test("the same read-only chat on the embedded host: read-only too", async () => {
-    const { chat } = await startFrom(clients, clients, {
+    const { chat } = await startFrom(embedded.clients, embedded.clients, {
       presetId: "autopilot",
       model: "model-c",
       permission: Permission.READ_ONLY,

@@ -1,57 +1,34 @@
-import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { afterEach, expect, test } from "vitest";
 import { MessageAuthor } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import type { RedisClient } from "../../server/redis/redis-client.js";
-import type { SuggestServer } from "../../server/server.js";
 import { startLockKey } from "../../server/store/keys.js";
-import {
-  type Clients,
-  grpcClients,
-  putSession,
-  redisClient,
-  startTestServer,
-  uniqueId,
-} from "../support/harness.js";
-import { expectNotOpen, failureOf, logRecords, offerOne } from "../support/lists.js";
-import { gate, startTestHost, type TestHost } from "../support/test-host.js";
+import { grpcClients, putSession, startTestServer, uniqueId } from "../support/harness.js";
+import { expectNotOpen, failureOf, logRecords } from "../support/lists.js";
+import { useTestHost, useTestServer } from "../support/server-fixture.js";
+import { offerOne } from "../support/suggest.js";
+import { gate } from "../support/test-host.js";
 
 // Two instances on one Redis, both using a test host over gRPC that can stall. The lock
 // lives 300 ms and is renewed for at most 300 ms, so a holder stuck in CreateChat for
 // 2 s loses it after about 400 ms.
 const TTL = 300;
-let testHost: TestHost;
-let one: SuggestServer;
-let two: SuggestServer;
-let clientsOne: Clients;
-let clientsTwo: Clients;
-let hostClients: Clients;
-let redis: RedisClient;
-beforeAll(async () => {
-  testHost = await startTestHost();
-  const settings = { chatHostUrl: testHost.url, startLockTtlMs: TTL, startLockMaxHoldMs: TTL };
-  [one, two] = await Promise.all([
-    startTestServer(undefined, settings),
-    startTestServer(undefined, settings),
-  ]);
-  clientsOne = grpcClients(one.url);
-  clientsTwo = grpcClients(two.url);
-  hostClients = grpcClients(testHost.url);
-  redis = redisClient();
+const testHost = useTestHost();
+const settings = () => ({
+  chatHostUrl: testHost.url,
+  startLockTtlMs: TTL,
+  startLockMaxHoldMs: TTL,
 });
+const one = useTestServer({ settings });
+const two = useTestServer({ settings });
 afterEach(() => {
   testHost.hooks.beforeCreateChat = undefined;
   testHost.hooks.afterCreateChat = undefined;
 });
-afterAll(async () => {
-  redis.disconnect();
-  await Promise.all([one.close(), two.close()]);
-  await testHost.close();
-});
 
 async function offered() {
   const sessionId = uniqueId();
-  await putSession(hostClients, { sessionId });
-  const { id } = await offerOne(clientsOne, sessionId, "Stalled task");
+  await putSession(testHost.clients, { sessionId });
+  const { id } = await offerOne(one.clients, sessionId, "Stalled task");
   return { sessionId, suggestionId: id };
 }
 
@@ -68,9 +45,9 @@ test("a CreateChat that stalls past the lock's lifetime, with a second Start mea
       await sleep(2_000); // the first holder stalls far past its lock
     }
   };
-  const first = clientsOne.suggestions.startSuggestion({ sessionId, suggestionId });
+  const first = one.clients.suggestions.startSuggestion({ sessionId, suggestionId });
   await firstCall.promise;
-  const second = await clientsTwo.suggestions.startSuggestion({ sessionId, suggestionId });
+  const second = await two.clients.suggestions.startSuggestion({ sessionId, suggestionId });
   // The second Start waited for the lock to lapse, took it, and finished first.
   expect(calls).toBe(2);
   const firstAnswer = await first;
@@ -80,13 +57,13 @@ test("a CreateChat that stalls past the lock's lifetime, with a second Start mea
   // Both asked for the same chat (one idempotency key), so there is one.
   const keys = new Set(testHost.calls.createChat.slice(-2).map((r) => r.idempotencyKey));
   expect(keys.size).toBe(1);
-  const { chat } = await hostClients.local.getChat({ chatId: second.chatId });
+  const { chat } = await testHost.clients.local.getChat({ chatId: second.chatId });
   expect(chat?.messages.map((m) => [m.author, m.text])).toEqual([
     [MessageAuthor.SUGGESTION, "Do the follow-up."],
   ]);
-  const settled = (await logRecords(redis, sessionId)).filter((r) => r.type === "settled");
+  const settled = (await logRecords(one.redis, sessionId)).filter((r) => r.type === "settled");
   expect(settled).toEqual([expect.objectContaining({ outcome: "started", chat: second.chatId })]);
-  expect(await redis.exists(startLockKey(sessionId, suggestionId))).toBe(0);
+  expect(await one.redis.exists(startLockKey(sessionId, suggestionId))).toBe(0);
 });
 
 test("dismissed while its chat is being created: stays dismissed, no brief, not-open then and after", async () => {
@@ -97,10 +74,10 @@ test("dismissed while its chat is being created: stays dismissed, no brief, not-
     created.open(response.chatId);
     await dismissed.promise;
   };
-  const start = failureOf(clientsOne.suggestions.startSuggestion({ sessionId, suggestionId }));
+  const start = failureOf(one.clients.suggestions.startSuggestion({ sessionId, suggestionId }));
   const chatId = await created.promise;
   // The person dismisses it, through the other instance, while the chat is being made.
-  const { suggestion } = await clientsTwo.suggestions.dismissSuggestion({
+  const { suggestion } = await two.clients.suggestions.dismissSuggestion({
     sessionId,
     suggestionId,
   });
@@ -110,26 +87,26 @@ test("dismissed while its chat is being created: stays dismissed, no brief, not-
   expectNotOpen(await start, suggestionId, SuggestionState.DISMISSED);
   const posts = testHost.calls.postMessage.filter((p) => p.chatId === chatId);
   expect(posts).toEqual([]);
-  expect((await hostClients.local.getChat({ chatId })).chat?.messages).toEqual([]);
+  expect((await testHost.clients.local.getChat({ chatId })).chat?.messages).toEqual([]);
 
-  for (const c of [clientsOne, clientsTwo]) {
+  for (const c of [one.clients, two.clients]) {
     expectNotOpen(
       await failureOf(c.suggestions.startSuggestion({ sessionId, suggestionId })),
       suggestionId,
       SuggestionState.DISMISSED,
     );
   }
-  const { suggestion: now } = await clientsOne.suggestions.getSuggestion({
+  const { suggestion: now } = await one.clients.suggestions.getSuggestion({
     sessionId,
     suggestionId,
   });
   expect(now).toMatchObject({ state: SuggestionState.DISMISSED, chatId: "" });
-  expect((await logRecords(redis, sessionId)).map((r) => r.outcome ?? r.type)).toEqual([
+  expect((await logRecords(one.redis, sessionId)).map((r) => r.outcome ?? r.type)).toEqual([
     "offered",
     "dismissed",
   ]);
-  expect((await hostClients.local.getChat({ chatId })).chat?.messages).toEqual([]);
-  expect(await redis.exists(startLockKey(sessionId, suggestionId))).toBe(0);
+  expect((await testHost.clients.local.getChat({ chatId })).chat?.messages).toEqual([]);
+  expect(await one.redis.exists(startLockKey(sessionId, suggestionId))).toBe(0);
 });
 
 test("callers that wait on a stalled holder answer its chat once it finishes, without taking over", async () => {
@@ -154,7 +131,7 @@ test("callers that wait on a stalled holder answer its chat once it finishes, wi
     const { chatId } = await first;
     expect(calls).toBe(1);
     expect(new Set(waiters.map((w) => w.chatId))).toEqual(new Set([chatId]));
-    expect((await hostClients.local.getChat({ chatId })).chat?.messages).toHaveLength(1);
+    expect((await testHost.clients.local.getChat({ chatId })).chat?.messages).toHaveLength(1);
   } finally {
     await patient.close();
   }

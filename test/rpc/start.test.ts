@@ -10,28 +10,26 @@ import {
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { startIdempotencyKeys } from "../../server/domain/started-chat.js";
 import { EmbeddedChatHost, embeddedChatId } from "../../server/host/embedded-host.js";
-import type { RedisClient } from "../../server/redis/redis-client.js";
 import { hostKeys, startLockKey } from "../../server/store/keys.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
-import { type Clients, putSession, uniqueId, useTestServer } from "../support/harness.js";
+import { putSession, uniqueId } from "../support/harness.js";
 import {
   expectNotFound,
   expectNotOpen,
   expectOpenLimit,
   failureOf,
   logRecords,
-  offerOne,
 } from "../support/lists.js";
+import { useTestServer } from "../support/server-fixture.js";
+import { offerOne } from "../support/suggest.js";
 
-let clients: Clients;
-let redis: RedisClient;
-useTestServer((env) => ({ clients, redis } = env));
+const t = useTestServer();
 
 /** A session in workspace ws-1 with one offer; answers both ids. */
 async function offered(title = "Write the migration guide") {
   const sessionId = uniqueId();
-  await putSession(clients, { sessionId });
-  const suggestion = await offerOne(clients, sessionId, title);
+  await putSession(t.clients, { sessionId });
+  const suggestion = await offerOne(t.clients, sessionId, title);
   return { sessionId, suggestionId: suggestion.id, suggestion };
 }
 
@@ -39,7 +37,7 @@ describe("a Start", () => {
   test("creates the chat, records started with its id, and posts the brief as the suggestion's", async () => {
     const { sessionId, suggestionId } = await offered();
     const before = Date.now();
-    const res = await clients.suggestions.startSuggestion({ sessionId, suggestionId });
+    const res = await t.clients.suggestions.startSuggestion({ sessionId, suggestionId });
     expect(res.chatId).toMatch(/^chat-[0-9a-f]{32}$/);
     expect(res.suggestion).toMatchObject({
       id: suggestionId,
@@ -51,7 +49,7 @@ describe("a Start", () => {
     const settledAt = res.suggestion?.settledAt;
     expect(settledAt && timestampMs(settledAt)).toBeGreaterThan(before - 5_000);
 
-    const { chat } = await clients.local.getChat({ chatId: res.chatId });
+    const { chat } = await t.clients.local.getChat({ chatId: res.chatId });
     expect(chat).toMatchObject({
       chatId: res.chatId,
       workspaceId: "ws-1",
@@ -65,12 +63,12 @@ describe("a Start", () => {
       origin: { sessionId, suggestionId },
     });
 
-    const records = await logRecords(redis, sessionId);
+    const records = await logRecords(t.redis, sessionId);
     expect(records.filter((r) => r.type === "settled")).toEqual([
       expect.objectContaining({ id: suggestionId, outcome: "started", chat: res.chatId }),
     ]);
-    expect(await redis.exists(startLockKey(sessionId, suggestionId))).toBe(0);
-    const { settled } = await clients.suggestions.listSuggestions({ sessionId });
+    expect(await t.redis.exists(startLockKey(sessionId, suggestionId))).toBe(0);
+    const { settled } = await t.clients.suggestions.listSuggestions({ sessionId });
     expect(settled.map((s) => [s.id, s.state, s.chatId])).toEqual([
       [suggestionId, SuggestionState.STARTED, res.chatId],
     ]);
@@ -78,34 +76,34 @@ describe("a Start", () => {
 
   test("repeated, it answers the same chat; the chat keeps one brief and the log one settlement", async () => {
     const { sessionId, suggestionId } = await offered();
-    const first = await clients.suggestions.startSuggestion({ sessionId, suggestionId });
+    const first = await t.clients.suggestions.startSuggestion({ sessionId, suggestionId });
     const again = await Promise.all([
-      clients.suggestions.startSuggestion({ sessionId, suggestionId }),
-      clients.suggestions.startSuggestion({ sessionId, suggestionId }),
+      t.clients.suggestions.startSuggestion({ sessionId, suggestionId }),
+      t.clients.suggestions.startSuggestion({ sessionId, suggestionId }),
     ]);
     for (const res of again) {
       expect(res.chatId).toBe(first.chatId);
       expect(res.suggestion?.state).toBe(SuggestionState.STARTED);
     }
-    const { chat } = await clients.local.getChat({ chatId: first.chatId });
+    const { chat } = await t.clients.local.getChat({ chatId: first.chatId });
     expect(chat?.messages).toHaveLength(1);
-    const settled = (await logRecords(redis, sessionId)).filter((r) => r.type === "settled");
+    const settled = (await logRecords(t.redis, sessionId)).filter((r) => r.type === "settled");
     expect(settled).toHaveLength(1);
   });
 
   test("repeated after the brief never arrived, it posts the brief, once", async () => {
     // The state a crash between recording `started` and posting leaves behind.
     const { sessionId, suggestionId } = await offered();
-    const host = new EmbeddedChatHost(redis);
+    const host = new EmbeddedChatHost(t.redis);
     const { chatId } = await host.createChat({
       idempotencyKey: startIdempotencyKeys(sessionId, suggestionId).chat,
       workspaceId: "ws-1",
       title: "Write the migration guide",
     });
-    await new SuggestionStore(redis).settle(sessionId, suggestionId, "started", chatId);
+    await new SuggestionStore(t.redis).settle(sessionId, suggestionId, "started", chatId);
     expect((await host.getChat(chatId)).chat?.messages).toHaveLength(0);
     for (let i = 0; i < 2; i++) {
-      const res = await clients.suggestions.startSuggestion({ sessionId, suggestionId });
+      const res = await t.clients.suggestions.startSuggestion({ sessionId, suggestionId });
       expect(res.chatId).toBe(chatId);
     }
     const messages = (await host.getChat(chatId)).chat?.messages ?? [];
@@ -116,9 +114,9 @@ describe("a Start", () => {
 
   test("the brief cannot make a goal, while the person's own message in that chat can", async () => {
     const { sessionId, suggestionId } = await offered();
-    const { chatId } = await clients.suggestions.startSuggestion({ sessionId, suggestionId });
-    const brief = (await clients.local.getChat({ chatId })).chat?.messages[0];
-    const refused = await clients.local
+    const { chatId } = await t.clients.suggestions.startSuggestion({ sessionId, suggestionId });
+    const brief = (await t.clients.local.getChat({ chatId })).chat?.messages[0];
+    const refused = await t.clients.local
       .createGoal({ chatId, messageId: brief?.messageId ?? "" })
       .then(
         () => undefined,
@@ -126,26 +124,26 @@ describe("a Start", () => {
       );
     expect(refused).toBeInstanceOf(ConnectError);
     expect(Code[(refused as ConnectError).code]).toBe("PermissionDenied");
-    const { messageId } = await clients.host.postMessage({
+    const { messageId } = await t.clients.host.postMessage({
       idempotencyKey: "person-1",
       chatId,
       text: "Yes, make that a goal",
       author: MessageAuthor.PERSON,
     });
-    const { goalId } = await clients.local.createGoal({ chatId, messageId });
+    const { goalId } = await t.clients.local.createGoal({ chatId, messageId });
     expect(goalId).not.toBe("");
   });
 
   test("the started chat is itself a session that can offer and start suggestions", async () => {
     const { sessionId, suggestionId } = await offered();
-    const { chatId } = await clients.suggestions.startSuggestion({ sessionId, suggestionId });
-    const next = await offerOne(clients, chatId, "A follow-up of the follow-up");
-    const res = await clients.suggestions.startSuggestion({
+    const { chatId } = await t.clients.suggestions.startSuggestion({ sessionId, suggestionId });
+    const next = await offerOne(t.clients, chatId, "A follow-up of the follow-up");
+    const res = await t.clients.suggestions.startSuggestion({
       sessionId: chatId,
       suggestionId: next.id,
     });
     expect(res.chatId).not.toBe(chatId);
-    const { chat } = await clients.local.getChat({ chatId: res.chatId });
+    const { chat } = await t.clients.local.getChat({ chatId: res.chatId });
     expect(chat).toMatchObject({
       workspaceId: "ws-1",
       title: "A follow-up of the follow-up",
@@ -185,12 +183,12 @@ describe("the failure codes", () => {
   test("not-found: no suggestion with that id, for a known session and an unknown one", async () => {
     const { sessionId } = await offered();
     expectNotFound(
-      await failureOf(clients.suggestions.startSuggestion({ sessionId, suggestionId: "nope" })),
+      await failureOf(t.clients.suggestions.startSuggestion({ sessionId, suggestionId: "nope" })),
       "nope",
     );
     expectNotFound(
       await failureOf(
-        clients.suggestions.startSuggestion({ sessionId: uniqueId(), suggestionId: "nope" }),
+        t.clients.suggestions.startSuggestion({ sessionId: uniqueId(), suggestionId: "nope" }),
       ),
       "nope",
     );
@@ -201,48 +199,49 @@ describe("the failure codes", () => {
     ["dismissed", SuggestionState.DISMISSED],
   ] as const)("not-open: a %s suggestion, nothing created or recorded", async (word, state) => {
     const { sessionId, suggestionId } = await offered();
-    if (word === "drafted") await clients.suggestions.draftSuggestion({ sessionId, suggestionId });
-    else await clients.suggestions.dismissSuggestion({ sessionId, suggestionId });
-    const before = await logRecords(redis, sessionId);
-    const f = await failureOf(clients.suggestions.startSuggestion({ sessionId, suggestionId }));
+    if (word === "drafted")
+      await t.clients.suggestions.draftSuggestion({ sessionId, suggestionId });
+    else await t.clients.suggestions.dismissSuggestion({ sessionId, suggestionId });
+    const before = await logRecords(t.redis, sessionId);
+    const f = await failureOf(t.clients.suggestions.startSuggestion({ sessionId, suggestionId }));
     expectNotOpen(f, suggestionId, state);
     expect(f.message).toBe(`suggestion "${suggestionId}" is ${word}`);
-    expect(await logRecords(redis, sessionId)).toEqual(before);
+    expect(await logRecords(t.redis, sessionId)).toEqual(before);
     // Nothing was asked of the host: the chat this Start would have made does not exist.
     const chatId = embeddedChatId(startIdempotencyKeys(sessionId, suggestionId).chat);
-    expect(await redis.exists(hostKeys(chatId).chat)).toBe(0);
+    expect(await t.redis.exists(hostKeys(chatId).chat)).toBe(0);
   });
 
   test("workspace-missing: a session in no workspace", async () => {
     const sessionId = uniqueId();
-    await putSession(clients, { sessionId, workspaceId: "" });
-    const { id } = await offerOne(clients, sessionId);
+    await putSession(t.clients, { sessionId, workspaceId: "" });
+    const { id } = await offerOne(t.clients, sessionId);
     await expectWorkspaceMissing(
-      clients.suggestions.startSuggestion({ sessionId, suggestionId: id }),
+      t.clients.suggestions.startSuggestion({ sessionId, suggestionId: id }),
       sessionId,
       WorkspaceMissingReason.NO_WORKSPACE,
       `session "${sessionId}" belongs to no workspace`,
     );
-    expect((await logRecords(redis, sessionId)).map((r) => r.type)).toEqual(["offered"]);
+    expect((await logRecords(t.redis, sessionId)).map((r) => r.type)).toEqual(["offered"]);
   });
 
   test("workspace-missing: a session in a scheduled task's folder", async () => {
     const { sessionId, suggestionId } = await offered();
-    await putSession(clients, { sessionId, folder: FolderKind.SCHEDULED_TASK });
+    await putSession(t.clients, { sessionId, folder: FolderKind.SCHEDULED_TASK });
     await expectWorkspaceMissing(
-      clients.suggestions.startSuggestion({ sessionId, suggestionId }),
+      t.clients.suggestions.startSuggestion({ sessionId, suggestionId }),
       sessionId,
       WorkspaceMissingReason.SCHEDULED_TASK_FOLDER,
       `session "${sessionId}" runs in a scheduled task's folder`,
     );
-    expect((await logRecords(redis, sessionId)).map((r) => r.type)).toEqual(["offered"]);
+    expect((await logRecords(t.redis, sessionId)).map((r) => r.type)).toEqual(["offered"]);
   });
 
   test("workspace-missing: an offer whose session the host no longer knows", async () => {
     const { sessionId, suggestionId } = await offered();
-    await redis.del(`host:{${sessionId}}:session`);
+    await t.redis.del(`host:{${sessionId}}:session`);
     await expectWorkspaceMissing(
-      clients.suggestions.startSuggestion({ sessionId, suggestionId }),
+      t.clients.suggestions.startSuggestion({ sessionId, suggestionId }),
       sessionId,
       WorkspaceMissingReason.NO_WORKSPACE,
       `session "${sessionId}" belongs to no workspace`,
@@ -251,19 +250,21 @@ describe("the failure codes", () => {
 
   test("open-limit: restoring a dismissed suggestion with three open", async () => {
     const sessionId = uniqueId();
-    await putSession(clients, { sessionId });
-    const first = await offerOne(clients, sessionId, "First");
-    await clients.suggestions.dismissSuggestion({ sessionId, suggestionId: first.id });
-    for (const title of ["Second", "Third", "Fourth"]) await offerOne(clients, sessionId, title);
+    await putSession(t.clients, { sessionId });
+    const first = await offerOne(t.clients, sessionId, "First");
+    await t.clients.suggestions.dismissSuggestion({ sessionId, suggestionId: first.id });
+    for (const title of ["Second", "Third", "Fourth"]) await offerOne(t.clients, sessionId, title);
     expectOpenLimit(
-      await failureOf(clients.suggestions.restoreSuggestion({ sessionId, suggestionId: first.id })),
+      await failureOf(
+        t.clients.suggestions.restoreSuggestion({ sessionId, suggestionId: first.id }),
+      ),
     );
     // Starting one of the three frees a place: the restore goes through, and the restored
     // suggestion starts like any open one.
-    const { open } = await clients.suggestions.listSuggestions({ sessionId });
-    await clients.suggestions.startSuggestion({ sessionId, suggestionId: open[0]?.id ?? "" });
-    await clients.suggestions.restoreSuggestion({ sessionId, suggestionId: first.id });
-    const res = await clients.suggestions.startSuggestion({ sessionId, suggestionId: first.id });
+    const { open } = await t.clients.suggestions.listSuggestions({ sessionId });
+    await t.clients.suggestions.startSuggestion({ sessionId, suggestionId: open[0]?.id ?? "" });
+    await t.clients.suggestions.restoreSuggestion({ sessionId, suggestionId: first.id });
+    const res = await t.clients.suggestions.startSuggestion({ sessionId, suggestionId: first.id });
     expect(res.suggestion?.state).toBe(SuggestionState.STARTED);
   });
 
@@ -281,15 +282,15 @@ describe("the failure codes", () => {
       "suggestion_id must be 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'",
     ],
   ])("%s is INVALID_ARGUMENT", async (_, request, message) => {
-    const f = await failureOf(clients.suggestions.startSuggestion(request));
+    const f = await failureOf(t.clients.suggestions.startSuggestion(request));
     expect(Code[f.code]).toBe("InvalidArgument");
     expect(f.message).toBe(message);
   });
 
   test("a refused Start leaves no lock behind", async () => {
     const { sessionId, suggestionId } = await offered();
-    await clients.suggestions.dismissSuggestion({ sessionId, suggestionId });
-    await failureOf(clients.suggestions.startSuggestion({ sessionId, suggestionId }));
-    expect(await redis.exists(startLockKey(sessionId, suggestionId))).toBe(0);
+    await t.clients.suggestions.dismissSuggestion({ sessionId, suggestionId });
+    await failureOf(t.clients.suggestions.startSuggestion({ sessionId, suggestionId }));
+    expect(await t.redis.exists(startLockKey(sessionId, suggestionId))).toBe(0);
   });
 });

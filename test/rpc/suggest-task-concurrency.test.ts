@@ -1,32 +1,14 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, expect, test } from "vitest";
-import type { RedisClient } from "../../server/redis/redis-client.js";
-import type { SuggestServer } from "../../server/server.js";
+import { expect, test } from "vitest";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
-import {
-  type Clients,
-  grpcClients,
-  putSession,
-  redisClient,
-  startTestServer,
-  uniqueId,
-} from "../support/harness.js";
+import { type Clients, putSession, uniqueId } from "../support/harness.js";
+import { useTestServer } from "../support/server-fixture.js";
 import { offer, offeredRecords, REFUSAL_TEXT } from "../support/suggest.js";
 
-let servers: SuggestServer[];
-let clients: Clients[];
-let redis: RedisClient;
-
-beforeAll(async () => {
-  // Two instances on one Redis: the atomic step must hold across processes' connections.
-  servers = await Promise.all([startTestServer(), startTestServer()]);
-  clients = servers.map((s) => grpcClients(s.url));
-  redis = redisClient();
-});
-afterAll(async () => {
-  redis.disconnect();
-  await Promise.all(servers.map((s) => s.close()));
-});
+// Two instances on one Redis: the atomic step must hold across processes' connections.
+const instances = [useTestServer(), useTestServer()] as const;
+/** The clients of instance `i % 2`. */
+const clients = (i: number): Clients => instances[i % 2 === 0 ? 0 : 1].clients;
 
 /** Settles every call: the successes' ids and the refusals' messages. */
 async function settleAll(calls: Promise<{ suggestion?: { id: string } | undefined }>[]) {
@@ -43,67 +25,64 @@ async function settleAll(calls: Promise<{ suggestion?: { id: string } | undefine
 
 test("50 concurrent calls on one session with distinct turns record exactly 3", async () => {
   const sessionId = uniqueId();
-  await putSession(clients[0] as Clients, { sessionId });
+  await putSession(clients(0), { sessionId });
   const calls = Array.from({ length: 50 }, (_, i) =>
-    offer(clients[i % 2] as Clients, { sessionId, turnId: `turn-${i}`, toolCallId: `call-${i}` }),
+    offer(clients(i % 2), { sessionId, turnId: `turn-${i}`, toolCallId: `call-${i}` }),
   );
   const { ids, refusals } = await settleAll(calls);
   expect(ids).toHaveLength(3);
   expect(refusals).toEqual(Array(47).fill(REFUSAL_TEXT.open));
-  const records = await offeredRecords(redis, sessionId);
+  const records = await offeredRecords(instances[0].redis, sessionId);
   expect(records.map((r) => r.id).sort()).toEqual([...ids].sort());
 });
 
 test("concurrent calls in one turn record exactly one", async () => {
   const sessionId = uniqueId();
-  await putSession(clients[0] as Clients, { sessionId });
+  await putSession(clients(0), { sessionId });
   const calls = Array.from({ length: 30 }, (_, i) =>
-    offer(clients[i % 2] as Clients, { sessionId, turnId: "the-turn", toolCallId: `call-${i}` }),
+    offer(clients(i % 2), { sessionId, turnId: "the-turn", toolCallId: `call-${i}` }),
   );
   const { ids, refusals } = await settleAll(calls);
   expect(ids).toHaveLength(1);
   expect(refusals).toEqual(Array(29).fill(REFUSAL_TEXT.turn));
-  expect(await offeredRecords(redis, sessionId)).toHaveLength(1);
+  expect(await offeredRecords(instances[0].redis, sessionId)).toHaveLength(1);
 });
 
 test("a chat never passes 10 offers, however offers and dismissals interleave", async () => {
   const sessionId = uniqueId();
-  await putSession(clients[0] as Clients, { sessionId });
-  const store = new SuggestionStore(redis);
-  let turn = 0;
+  await putSession(clients(0), { sessionId });
+  const store = new SuggestionStore(instances[0].redis);
   let lifetimeRefusals = 0;
   // Waves of concurrent offers, each wave followed by concurrent dismissals of what
   // it recorded, until the chat answers nothing but the lifetime refusal.
   for (let wave = 0; wave < 12 && lifetimeRefusals < 8; wave++) {
-    const calls = Array.from({ length: 8 }, (_, i) =>
-      offer(clients[i % 2] as Clients, { sessionId, turnId: `turn-${turn++}` }),
-    );
+    const calls = Array.from({ length: 8 }, (_, i) => offer(clients(i % 2), { sessionId }));
     const { ids, refusals } = await settleAll(calls);
     lifetimeRefusals = refusals.filter((m) => m === REFUSAL_TEXT.lifetime).length;
     await Promise.all(ids.map((id) => store.settle(sessionId, id, "dismissed")));
-    expect((await offeredRecords(redis, sessionId)).length).toBeLessThanOrEqual(10);
+    expect((await offeredRecords(instances[0].redis, sessionId)).length).toBeLessThanOrEqual(10);
   }
   expect(lifetimeRefusals).toBe(8);
-  expect(await offeredRecords(redis, sessionId)).toHaveLength(10);
+  expect(await offeredRecords(instances[0].redis, sessionId)).toHaveLength(10);
 });
 
 test("a retried tool call answers the first result and records nothing new", async () => {
   const sessionId = uniqueId();
-  await putSession(clients[0] as Clients, { sessionId });
-  const first = await offer(clients[0] as Clients, {
+  await putSession(clients(0), { sessionId });
+  const first = await offer(clients(0), {
     sessionId,
     turnId: "turn-1",
     toolCallId: "call-1",
     title: "First",
   });
   // A retry may come to another instance, even with a later turn or other arguments.
-  const again = await offer(clients[1] as Clients, {
+  const again = await offer(clients(1), {
     sessionId,
     turnId: "turn-1",
     toolCallId: "call-1",
     title: "First",
   });
-  const later = await offer(clients[0] as Clients, {
+  const later = await offer(clients(0), {
     sessionId,
     turnId: "turn-2",
     toolCallId: "call-1",
@@ -111,28 +90,28 @@ test("a retried tool call answers the first result and records nothing new", asy
   });
   expect(again).toEqual(first);
   expect(later).toEqual(first);
-  expect(await offeredRecords(redis, sessionId)).toHaveLength(1);
+  expect(await offeredRecords(instances[0].redis, sessionId)).toHaveLength(1);
 
   // Concurrent retries of one call: one record, one answer.
   const calls = Array.from({ length: 10 }, (_, i) =>
-    offer(clients[i % 2] as Clients, { sessionId, turnId: "turn-3", toolCallId: "call-3" }),
+    offer(clients(i % 2), { sessionId, turnId: "turn-3", toolCallId: "call-3" }),
   );
   const answers = await Promise.all(calls);
   expect(new Set(answers.map((a) => a.suggestion?.id)).size).toBe(1);
-  expect(await offeredRecords(redis, sessionId)).toHaveLength(2);
+  expect(await offeredRecords(instances[0].redis, sessionId)).toHaveLength(2);
 });
 
 test("a refused call records nothing, so its retry is checked again", async () => {
   const sessionId = uniqueId();
-  await putSession(clients[0] as Clients, { sessionId });
-  const refused = await offer(clients[0] as Clients, {
+  await putSession(clients(0), { sessionId });
+  const refused = await offer(clients(0), {
     sessionId,
     toolCallId: "call-x",
     title: "",
   }).catch((e: unknown) => e);
   expect(refused).toBeInstanceOf(ConnectError);
   expect((refused as ConnectError).code).toBe(Code.InvalidArgument);
-  const ok = await offer(clients[0] as Clients, { sessionId, toolCallId: "call-x", title: "Now" });
+  const ok = await offer(clients(0), { sessionId, toolCallId: "call-x", title: "Now" });
   expect(ok.suggestion?.title).toBe("Now");
-  expect(await offeredRecords(redis, sessionId)).toHaveLength(1);
+  expect(await offeredRecords(instances[0].redis, sessionId)).toHaveLength(1);
 });

@@ -1,22 +1,14 @@
 import { Code } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect, test } from "vitest";
 import { FolderKind } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import {
   AgentRole,
   RefusalReason,
   SuggestionState,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import type { RedisClient } from "../../server/redis/redis-client.js";
-import type { SuggestServer } from "../../server/server.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
-import {
-  type Clients,
-  grpcClients,
-  putSession,
-  redisClient,
-  startTestServer,
-  uniqueId,
-} from "../support/harness.js";
+import { putSession, uniqueId } from "../support/harness.js";
+import { useTestServer } from "../support/server-fixture.js";
 import {
   expectRefusal,
   offer,
@@ -26,33 +18,23 @@ import {
   successText,
 } from "../support/suggest.js";
 
-let server: SuggestServer;
-let clients: Clients;
-let redis: RedisClient;
+const t = useTestServer();
 let store: SuggestionStore;
-
-beforeAll(async () => {
-  server = await startTestServer();
-  clients = grpcClients(server.url);
-  redis = redisClient();
-  store = new SuggestionStore(redis);
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.close();
+beforeAll(() => {
+  store = new SuggestionStore(t.redis);
 });
 
 /** A fresh chat in a normal folder of a workspace. */
 async function chat(init: { folder?: FolderKind } = {}): Promise<string> {
   const sessionId = uniqueId();
-  await putSession(clients, { sessionId, ...init });
+  await putSession(t.clients, { sessionId, ...init });
   return sessionId;
 }
 
 describe("a recorded offer", () => {
   test("answers the success line and is on the stream, trimmed", async () => {
     const sessionId = await chat();
-    const res = await offer(clients, {
+    const res = await offer(t.clients, {
       sessionId,
       turnId: "turn-a",
       toolCallId: "call-a",
@@ -73,7 +55,7 @@ describe("a recorded offer", () => {
     expect(res.suggestion?.id).not.toBe("");
     expect(res.suggestion?.offeredAt).toBeDefined();
     expect(res.suggestion?.settledAt).toBeUndefined();
-    const records = await offeredRecords(redis, sessionId);
+    const records = await offeredRecords(t.redis, sessionId);
     expect(records).toEqual([
       {
         type: "offered",
@@ -92,12 +74,12 @@ describe("a recorded offer", () => {
     const sessionId = await chat();
     const sixty = `${"🚀".repeat(30)}${"a".repeat(29)}👍`;
     expect(sixty.length).toBe(91); // UTF-16 units: the limit counts code points, not these
-    const res = await offer(clients, { sessionId, title: sixty });
+    const res = await offer(t.clients, { sessionId, title: sixty });
     expect(res.result).toBe(successText(sixty));
     expect(res.suggestion?.title).toBe(sixty);
 
     const sixtyOne = `${sixty}🎉`;
-    expectRefusal(await refusalOf(offer(clients, { sessionId, title: sixtyOne })), {
+    expectRefusal(await refusalOf(offer(t.clients, { sessionId, title: sixtyOne })), {
       message: "suggest_task: title must be at most 60 characters (got 61)",
       code: Code.InvalidArgument,
       reason: RefusalReason.FIELD_TOO_LONG,
@@ -105,16 +87,16 @@ describe("a recorded offer", () => {
       limit: 60,
       got: 61,
     });
-    expect(await offeredRecords(redis, sessionId)).toHaveLength(1);
+    expect(await offeredRecords(t.redis, sessionId)).toHaveLength(1);
   });
 
   test("white space around a field is trimmed before it is counted", async () => {
     const sessionId = await chat();
     const title = "t".repeat(60);
-    const res = await offer(clients, { sessionId, title: `   ${title}  \n` });
+    const res = await offer(t.clients, { sessionId, title: `   ${title}  \n` });
     expect(res.suggestion?.title).toBe(title);
     const brief = "b".repeat(4000);
-    const res2 = await offer(clients, { sessionId, brief: `\t${brief}\u3000` });
+    const res2 = await offer(t.clients, { sessionId, brief: `\t${brief}\u3000` });
     expect(res2.suggestion?.brief).toBe(brief);
   });
 });
@@ -123,18 +105,18 @@ describe("every refusal of the reference", () => {
   test("a helper or a forked helper", async () => {
     const sessionId = await chat();
     for (const role of [AgentRole.HELPER, AgentRole.FORKED_HELPER]) {
-      expectRefusal(await refusalOf(offer(clients, { sessionId, role })), {
+      expectRefusal(await refusalOf(offer(t.clients, { sessionId, role })), {
         message: REFUSAL_TEXT.helper,
         code: Code.PermissionDenied,
         reason: RefusalReason.NOT_TOP_LEVEL,
       });
     }
-    expect(await offeredRecords(redis, sessionId)).toHaveLength(0);
+    expect(await offeredRecords(t.redis, sessionId)).toHaveLength(0);
   });
 
   test("no chat behind the call: empty session id, or one the host does not know", async () => {
     for (const sessionId of ["", uniqueId("unknown")]) {
-      expectRefusal(await refusalOf(offer(clients, { sessionId })), {
+      expectRefusal(await refusalOf(offer(t.clients, { sessionId })), {
         message: REFUSAL_TEXT.noSession,
         code: Code.FailedPrecondition,
         reason: RefusalReason.NO_SESSION,
@@ -144,17 +126,17 @@ describe("every refusal of the reference", () => {
 
   test("a chat in a scheduled task's folder", async () => {
     const sessionId = await chat({ folder: FolderKind.SCHEDULED_TASK });
-    expectRefusal(await refusalOf(offer(clients, { sessionId })), {
+    expectRefusal(await refusalOf(offer(t.clients, { sessionId })), {
       message: REFUSAL_TEXT.scheduled,
       code: Code.FailedPrecondition,
       reason: RefusalReason.SCHEDULED_TASK_FOLDER,
     });
-    expect(await offeredRecords(redis, sessionId)).toHaveLength(0);
+    expect(await offeredRecords(t.redis, sessionId)).toHaveLength(0);
   });
 
   test("no open turn", async () => {
     const sessionId = await chat();
-    expectRefusal(await refusalOf(offer(clients, { sessionId, turnId: "" })), {
+    expectRefusal(await refusalOf(offer(t.clients, { sessionId, turnId: "" })), {
       message: REFUSAL_TEXT.noTurn,
       code: Code.FailedPrecondition,
       reason: RefusalReason.NO_OPEN_TURN,
@@ -164,40 +146,40 @@ describe("every refusal of the reference", () => {
   test("ten offers already made in the chat", async () => {
     const sessionId = await chat();
     for (let i = 0; i < 10; i++) {
-      const res = await offer(clients, { sessionId });
+      const res = await offer(t.clients, { sessionId });
       await store.settle(sessionId, res.suggestion?.id ?? "", "dismissed");
     }
-    expectRefusal(await refusalOf(offer(clients, { sessionId })), {
+    expectRefusal(await refusalOf(offer(t.clients, { sessionId })), {
       message: REFUSAL_TEXT.lifetime,
       code: Code.ResourceExhausted,
       reason: RefusalReason.LIFETIME_LIMIT,
       limit: 10,
     });
-    expect(await offeredRecords(redis, sessionId)).toHaveLength(10);
+    expect(await offeredRecords(t.redis, sessionId)).toHaveLength(10);
   });
 
   test("three offers already waiting", async () => {
     const sessionId = await chat();
-    for (let i = 0; i < 3; i++) await offer(clients, { sessionId });
-    expectRefusal(await refusalOf(offer(clients, { sessionId })), {
+    for (let i = 0; i < 3; i++) await offer(t.clients, { sessionId });
+    expectRefusal(await refusalOf(offer(t.clients, { sessionId })), {
       message: REFUSAL_TEXT.open,
       code: Code.ResourceExhausted,
       reason: RefusalReason.OPEN_LIMIT,
       limit: 3,
     });
-    expect(await offeredRecords(redis, sessionId)).toHaveLength(3);
+    expect(await offeredRecords(t.redis, sessionId)).toHaveLength(3);
   });
 
   test("a second offer in one turn", async () => {
     const sessionId = await chat();
-    await offer(clients, { sessionId, turnId: "t" });
-    expectRefusal(await refusalOf(offer(clients, { sessionId, turnId: "t" })), {
+    await offer(t.clients, { sessionId, turnId: "t" });
+    expectRefusal(await refusalOf(offer(t.clients, { sessionId, turnId: "t" })), {
       message: REFUSAL_TEXT.turn,
       code: Code.ResourceExhausted,
       reason: RefusalReason.TURN_LIMIT,
       limit: 1,
     });
-    expect(await offeredRecords(redis, sessionId)).toHaveLength(1);
+    expect(await offeredRecords(t.redis, sessionId)).toHaveLength(1);
   });
 
   test.each([
@@ -207,7 +189,7 @@ describe("every refusal of the reference", () => {
   ] as const)("%s empty, white space only, and over its limit of %i", async (field, limit) => {
     const sessionId = await chat();
     for (const value of ["", " \t\n\u00a0 "]) {
-      expectRefusal(await refusalOf(offer(clients, { sessionId, [field]: value })), {
+      expectRefusal(await refusalOf(offer(t.clients, { sessionId, [field]: value })), {
         message: `suggest_task: ${field} must not be empty`,
         code: Code.InvalidArgument,
         reason: RefusalReason.FIELD_EMPTY,
@@ -216,7 +198,7 @@ describe("every refusal of the reference", () => {
       });
     }
     const tooLong = ` ${"é".repeat(limit + 5)} `;
-    expectRefusal(await refusalOf(offer(clients, { sessionId, [field]: tooLong })), {
+    expectRefusal(await refusalOf(offer(t.clients, { sessionId, [field]: tooLong })), {
       message: `suggest_task: ${field} must be at most ${limit} characters (got ${limit + 5})`,
       code: Code.InvalidArgument,
       reason: RefusalReason.FIELD_TOO_LONG,
@@ -224,7 +206,7 @@ describe("every refusal of the reference", () => {
       limit,
       got: limit + 5,
     });
-    expect(await offeredRecords(redis, sessionId)).toHaveLength(0);
+    expect(await offeredRecords(t.redis, sessionId)).toHaveLength(0);
   });
 });
 
@@ -232,18 +214,18 @@ describe("precedence when several rules apply", () => {
   test("role, then session, then folder, then turn", async () => {
     const scheduled = await chat({ folder: FolderKind.SCHEDULED_TASK });
     const all = { role: AgentRole.HELPER, turnId: "", title: "" };
-    expect((await refusalOf(offer(clients, { sessionId: "", ...all }))).message).toBe(
+    expect((await refusalOf(offer(t.clients, { sessionId: "", ...all }))).message).toBe(
       REFUSAL_TEXT.helper,
     );
     expect(
-      (await refusalOf(offer(clients, { sessionId: "", turnId: "", title: "" }))).message,
+      (await refusalOf(offer(t.clients, { sessionId: "", turnId: "", title: "" }))).message,
     ).toBe(REFUSAL_TEXT.noSession);
     expect(
-      (await refusalOf(offer(clients, { sessionId: scheduled, turnId: "", title: "" }))).message,
+      (await refusalOf(offer(t.clients, { sessionId: scheduled, turnId: "", title: "" }))).message,
     ).toBe(REFUSAL_TEXT.scheduled);
     const normal = await chat();
     expect(
-      (await refusalOf(offer(clients, { sessionId: normal, turnId: "", title: "" }))).message,
+      (await refusalOf(offer(t.clients, { sessionId: normal, turnId: "", title: "" }))).message,
     ).toBe(REFUSAL_TEXT.noTurn);
   });
 
@@ -251,25 +233,26 @@ describe("precedence when several rules apply", () => {
     // 7 dismissed and 3 open: both the lifetime and the open ceiling apply.
     const full = await chat();
     for (let i = 0; i < 7; i++) {
-      const res = await offer(clients, { sessionId: full, turnId: `t${i}` });
+      const res = await offer(t.clients, { sessionId: full, turnId: `t${i}` });
       await store.settle(full, res.suggestion?.id ?? "", "dismissed");
     }
-    for (let i = 7; i < 10; i++) await offer(clients, { sessionId: full, turnId: `t${i}` });
+    for (let i = 7; i < 10; i++) await offer(t.clients, { sessionId: full, turnId: `t${i}` });
     const bad = { turnId: "t9", title: "", tldr: "x".repeat(300) };
-    expect((await refusalOf(offer(clients, { sessionId: full, ...bad }))).message).toBe(
+    expect((await refusalOf(offer(t.clients, { sessionId: full, ...bad }))).message).toBe(
       REFUSAL_TEXT.lifetime,
     );
 
     const threeOpen = await chat();
-    for (let i = 0; i < 3; i++) await offer(clients, { sessionId: threeOpen, turnId: `t${i}` });
+    for (let i = 0; i < 3; i++) await offer(t.clients, { sessionId: threeOpen, turnId: `t${i}` });
     expect(
-      (await refusalOf(offer(clients, { sessionId: threeOpen, turnId: "t0", title: "" }))).message,
+      (await refusalOf(offer(t.clients, { sessionId: threeOpen, turnId: "t0", title: "" })))
+        .message,
     ).toBe(REFUSAL_TEXT.open);
 
     const oneOpen = await chat();
-    await offer(clients, { sessionId: oneOpen, turnId: "t0" });
+    await offer(t.clients, { sessionId: oneOpen, turnId: "t0" });
     expect(
-      (await refusalOf(offer(clients, { sessionId: oneOpen, turnId: "t0", title: "" }))).message,
+      (await refusalOf(offer(t.clients, { sessionId: oneOpen, turnId: "t0", title: "" }))).message,
     ).toBe(REFUSAL_TEXT.turn);
   });
 
@@ -292,8 +275,8 @@ describe("precedence when several rules apply", () => {
       [{ sessionId, brief: "   " }, "suggest_task: brief must not be empty"],
     ];
     for (const [input, message] of cases) {
-      expect((await refusalOf(offer(clients, input))).message).toBe(message);
+      expect((await refusalOf(offer(t.clients, input))).message).toBe(message);
     }
-    expect(await offeredRecords(redis, sessionId)).toHaveLength(0);
+    expect(await offeredRecords(t.redis, sessionId)).toHaveLength(0);
   });
 });

@@ -3,7 +3,6 @@ import { expect, test } from "vitest";
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { WatchSuggestionsResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { SuggestionLists } from "../../server/domain/fold.js";
-import type { RedisClient } from "../../server/redis/redis-client.js";
 import { subscriberConnection } from "../../server/redis/redis-client.js";
 import { sessionKeys } from "../../server/store/keys.js";
 import { PubSub } from "../../server/store/pubsub.js";
@@ -11,20 +10,19 @@ import { createRedisClient } from "../../server/store/scripts.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { WatchHub } from "../../server/store/watch-hub.js";
 import {
-  type Clients,
   channelSubscribers,
+  eventually,
   grpcClients,
   putSession,
   sharedRedisUrl,
   startTestServer,
   uniqueId,
-  useTestServer,
 } from "../support/harness.js";
-import { appendRaw, ids, offerOne, watch } from "../support/lists.js";
+import { appendRaw, ids, watch } from "../support/lists.js";
+import { useTestServer } from "../support/server-fixture.js";
+import { offerOne } from "../support/suggest.js";
 
-let clients: Clients;
-let redis: RedisClient;
-useTestServer((env) => ({ clients, redis } = env));
+const t = useTestServer();
 
 const req = (sessionId: string, suggestionId: string) => ({ sessionId, suggestionId });
 const openIds = (m: WatchSuggestionsResponse) => ids(m.open).join(",");
@@ -32,43 +30,35 @@ const settledIds = (m: WatchSuggestionsResponse) => ids(m.settled).join(",");
 
 /** Subscribers of a session's channel on Redis: the hub holds one per watched session. */
 async function subscribers(sessionId: string): Promise<number> {
-  return channelSubscribers(redis, sessionKeys(sessionId).changes);
-}
-
-async function eventually(check: () => Promise<boolean>, ms = 3_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  return channelSubscribers(t.redis, sessionKeys(sessionId).changes);
 }
 
 test("the lists at once, then the new lists after every change", async () => {
   const sessionId = uniqueId();
-  await putSession(clients, { sessionId });
-  const a = (await offerOne(clients, sessionId, "A")).id;
-  const w = watch(clients, sessionId);
+  await putSession(t.clients, { sessionId });
+  const a = (await offerOne(t.clients, sessionId, "A")).id;
+  const w = watch(t.clients, sessionId);
   const first = await w.waitFor(() => true);
   expect(first).toEqual({
-    ...(await clients.suggestions.listSuggestions({ sessionId })),
+    ...(await t.clients.suggestions.listSuggestions({ sessionId })),
     $typeName: first.$typeName,
   });
   expect(openIds(first)).toBe(a);
 
-  const b = (await offerOne(clients, sessionId, "B")).id;
+  const b = (await offerOne(t.clients, sessionId, "B")).id;
   await w.waitFor((m) => openIds(m) === `${b},${a}`);
-  await clients.suggestions.dismissSuggestion(req(sessionId, a));
+  await t.clients.suggestions.dismissSuggestion(req(sessionId, a));
   const dismissed = await w.waitFor((m) => settledIds(m) === a);
   expect(dismissed.settled[0]?.state).toBe(SuggestionState.DISMISSED);
   expect(openIds(dismissed)).toBe(b);
   const beforeRestore = w.messages.length;
-  await clients.suggestions.restoreSuggestion(req(sessionId, a));
+  await t.clients.suggestions.restoreSuggestion(req(sessionId, a));
   const restored = await w.waitFor((m) => openIds(m) === `${b},${a}`, beforeRestore);
   expect(restored.settled).toEqual([]);
-  await clients.suggestions.draftSuggestion(req(sessionId, b));
+  await t.clients.suggestions.draftSuggestion(req(sessionId, b));
   const drafted = await w.waitFor((m) => m.settled[0]?.state === SuggestionState.DRAFTED);
   expect(drafted).toEqual({
-    ...(await clients.suggestions.listSuggestions({ sessionId })),
+    ...(await t.clients.suggestions.listSuggestions({ sessionId })),
     $typeName: drafted.$typeName,
   });
   w.cancel();
@@ -77,12 +67,12 @@ test("the lists at once, then the new lists after every change", async () => {
 
 test("a session that never offered anything is watched from empty lists", async () => {
   const sessionId = uniqueId();
-  await putSession(clients, { sessionId });
-  const w = watch(clients, sessionId);
+  await putSession(t.clients, { sessionId });
+  const w = watch(t.clients, sessionId);
   const first = await w.waitFor(() => true);
   expect(first.open).toEqual([]);
   expect(first.settled).toEqual([]);
-  const a = (await offerOne(clients, sessionId, "A")).id;
+  const a = (await offerOne(t.clients, sessionId, "A")).id;
   await w.waitFor((m) => openIds(m) === a);
   w.cancel();
   await w.ended;
@@ -90,26 +80,29 @@ test("a session that never offered anything is watched from empty lists", async 
 
 test("a settlement that records nothing sends nothing; a burst ends on the final lists", async () => {
   const sessionId = uniqueId();
-  await putSession(clients, { sessionId });
-  const [a, b] = [(await offerOne(clients, sessionId)).id, (await offerOne(clients, sessionId)).id];
-  await clients.suggestions.dismissSuggestion(req(sessionId, a));
-  const w = watch(clients, sessionId);
+  await putSession(t.clients, { sessionId });
+  const [a, b] = [
+    (await offerOne(t.clients, sessionId)).id,
+    (await offerOne(t.clients, sessionId)).id,
+  ];
+  await t.clients.suggestions.dismissSuggestion(req(sessionId, a));
+  const w = watch(t.clients, sessionId);
   await w.waitFor((m) => settledIds(m) === a);
   const seen = w.messages.length;
-  await clients.suggestions.dismissSuggestion(req(sessionId, a)); // already dismissed
-  await clients.suggestions.restoreSuggestion(req(sessionId, b)); // already open
-  await clients.suggestions.draftSuggestion(req(sessionId, b));
+  await t.clients.suggestions.dismissSuggestion(req(sessionId, a)); // already dismissed
+  await t.clients.suggestions.restoreSuggestion(req(sessionId, b)); // already open
+  await t.clients.suggestions.draftSuggestion(req(sessionId, b));
   const next = await w.waitFor(() => true, seen);
   expect(settledIds(next)).toBe(`${a},${b}`);
   expect(w.messages.length).toBe(seen + 1);
 
   const burst: Promise<unknown>[] = [];
   for (let i = 0; i < 10; i++) {
-    burst.push(clients.suggestions.restoreSuggestion(req(sessionId, a)));
-    burst.push(clients.suggestions.dismissSuggestion(req(sessionId, a)));
+    burst.push(t.clients.suggestions.restoreSuggestion(req(sessionId, a)));
+    burst.push(t.clients.suggestions.dismissSuggestion(req(sessionId, a)));
   }
   await Promise.allSettled(burst);
-  const final = await clients.suggestions.listSuggestions({ sessionId });
+  const final = await t.clients.suggestions.listSuggestions({ sessionId });
   await w.waitFor(
     (m) =>
       openIds(m) === ids(final.open).join(",") && settledIds(m) === ids(final.settled).join(","),
@@ -125,16 +118,16 @@ test("a settlement that records nothing sends nothing; a burst ends on the final
 
 test("a client that leaves ends its watch; the channel is left when the last one goes", async () => {
   const sessionId = uniqueId();
-  await putSession(clients, { sessionId });
-  const one = watch(clients, sessionId);
-  const two = watch(clients, sessionId);
+  await putSession(t.clients, { sessionId });
+  const one = watch(t.clients, sessionId);
+  const two = watch(t.clients, sessionId);
   await Promise.all([one.waitFor(() => true), two.waitFor(() => true)]);
   expect(await subscribers(sessionId)).toBe(1);
 
   one.cancel();
   const err = await one.ended;
   expect(err instanceof ConnectError && err.code).toBe(Code.Canceled);
-  const a = (await offerOne(clients, sessionId)).id;
+  const a = (await offerOne(t.clients, sessionId)).id;
   await two.waitFor((m) => openIds(m) === a);
   expect(await subscribers(sessionId)).toBe(1);
 
@@ -173,7 +166,7 @@ test("the hub reads a session's lists once for all its watchers and coalesces a 
   const offerIds: string[] = [];
   for (let i = 0; i < 3; i++) {
     const id = `offer-${i}`;
-    await appendRaw(redis, sessionId, {
+    await appendRaw(t.redis, sessionId, {
       type: "offered",
       id,
       turn: id,

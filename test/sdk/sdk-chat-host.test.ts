@@ -23,8 +23,8 @@ import {
   SuggestionState,
   SuggestTaskRefusalError,
 } from "../../sdk/src/index.js";
-import type { SuggestServer } from "../../server/server.js";
-import { startTestServer, uniqueId } from "../support/harness.js";
+import { uniqueId } from "../support/harness.js";
+import { useTestServer } from "../support/server-fixture.js";
 
 test("isPersonInstruction: true only for the person's own words", () => {
   expect(isPersonInstruction({ author: MessageAuthor.PERSON })).toBe(true);
@@ -94,21 +94,19 @@ describe("a TypeScript chat host served with chatHostRoutes", () => {
   let hostServer: http2.Http2Server;
   const sessions = new Set<http2.Http2Session>();
   let hostUrl: string;
-  let service: SuggestServer;
   beforeAll(async () => {
     hostServer = http2.createServer(connectNodeAdapter({ routes: chatHostRoutes(host.impl) }));
     hostServer.on("session", (session: http2.Http2Session) => sessions.add(session));
     await new Promise<void>((resolve) => hostServer.listen(0, "127.0.0.1", resolve));
     hostUrl = `http://127.0.0.1:${(hostServer.address() as AddressInfo).port}`;
-    service = await startTestServer(undefined, { chatHostUrl: hostUrl });
   });
   afterAll(async () => {
-    await service.close();
     const closed = new Promise((resolve) => hostServer.close(resolve));
     // The service's and the test's clients keep their HTTP/2 sessions open.
     for (const session of sessions) session.destroy();
     await closed;
   });
+  const service = useTestServer({ settings: () => ({ chatHostUrl: hostUrl }) });
 
   function putSession(init: Partial<Omit<Session, "$typeName">>): string {
     const sessionId = uniqueId("sdk-host");
@@ -192,11 +190,7 @@ describe("a TypeScript chat host served with chatHostRoutes", () => {
 });
 
 describe("the embedded host", () => {
-  let service: SuggestServer;
-  beforeAll(async () => {
-    service = await startTestServer();
-  });
-  afterAll(() => service.close());
+  const service = useTestServer();
 
   test("a started chat's brief is not a person's instruction, and no goal can come of it", async () => {
     const options = { baseUrl: service.url } as const;

@@ -40,9 +40,9 @@ import {
 } from "../../sdk/src/index.js";
 import { SuggestionErrorCode as ServerSuggestionErrorCode } from "../../server/domain/failures.js";
 import { refusalError, suggestionError } from "../../server/rpc/errors.js";
-import type { SuggestServer } from "../../server/server.js";
 import { createOnePortServer } from "../../server/transport/one-port.js";
-import { startTestServer, uniqueId } from "../support/harness.js";
+import { uniqueId } from "../support/harness.js";
+import { useTestServer } from "../support/server-fixture.js";
 
 /** The URL options of each protocol and HTTP version the service serves on its one port. */
 const PROTOCOLS = [
@@ -79,14 +79,10 @@ async function serve(routes: (router: ConnectRouter) => void) {
 }
 
 describe("createSuggestionClient against the real server", () => {
-  let server: SuggestServer;
-  beforeAll(async () => {
-    server = await startTestServer();
-  });
-  afterAll(() => server.close());
+  const t = useTestServer();
 
   test.each(PROTOCOLS)("%s: offers, and a refusal is a typed error", async (_name, protocol) => {
-    const options = { baseUrl: server.url, ...protocol } as ClientOptions;
+    const options = { baseUrl: t.server.url, ...protocol } as ClientOptions;
     const client = createSuggestionClient(options);
     const sessionId = uniqueId("sdk-proto");
     await createLocalHostClient(options).putSession({
@@ -121,7 +117,7 @@ describe("createSuggestionClient against the real server", () => {
   });
 
   test("an error without the service's details stays a plain ConnectError", async () => {
-    const client = createSuggestionClient({ baseUrl: server.url });
+    const client = createSuggestionClient({ baseUrl: t.server.url });
     const err = await client
       .listSuggestions({ sessionId: "no spaces allowed" })
       .catch((e: unknown) => e);
@@ -132,7 +128,7 @@ describe("createSuggestionClient against the real server", () => {
   });
 
   test("the chat host client answers NOT_FOUND as a plain ConnectError", async () => {
-    const err = await createChatHostClient({ baseUrl: server.url })
+    const err = await createChatHostClient({ baseUrl: t.server.url })
       .getSession({ sessionId: uniqueId("nobody") })
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectError);

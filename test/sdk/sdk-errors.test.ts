@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { beforeAll, expect, test } from "vitest";
 import {
   AgentRole,
   createLocalHostClient,
@@ -17,20 +17,18 @@ import {
   SuggestTaskRefusalError,
   WorkspaceMissingReason,
 } from "../../sdk/src/index.js";
-import type { SuggestServer } from "../../server/server.js";
-import { startTestServer, uniqueId } from "../support/harness.js";
+import { uniqueId } from "../support/harness.js";
+import { useTestServer } from "../support/server-fixture.js";
 
 /** Each typed error class of the SDK, raised by the real service over the SDK's own client. */
 
-let server: SuggestServer;
+const t = useTestServer();
 let client: SuggestionClient;
 let local: LocalHostClient;
-beforeAll(async () => {
-  server = await startTestServer();
-  client = createSuggestionClient({ baseUrl: server.url });
-  local = createLocalHostClient({ baseUrl: server.url });
+beforeAll(() => {
+  client = createSuggestionClient({ baseUrl: t.url });
+  local = createLocalHostClient({ baseUrl: t.url });
 });
-afterAll(() => server.close());
 
 async function sessionWithOffers(count: number, workspaceId = "ws-1") {
   const sessionId = uniqueId("sdk-err");

@@ -3,8 +3,8 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { SuggestServer } from "../../server/server.js";
-import { startTestServer, tempDir, uniqueId } from "../support/harness.js";
+import { tempDir, uniqueId } from "../support/harness.js";
+import { useTestServer } from "../support/server-fixture.js";
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -87,12 +87,11 @@ const STRICT = {
 };
 
 describe("the packed SDK in a fresh project", () => {
-  let server: SuggestServer;
+  const t = useTestServer();
   let project: ReturnType<typeof tempDir>;
   let packed: { filename: string; files: { path: string }[] };
   beforeAll(async () => {
     project = tempDir("sdk-consumer");
-    server = await startTestServer();
     const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", project.dir], {
       cwd: join(ROOT, "sdk"),
     });
@@ -139,7 +138,6 @@ describe("the packed SDK in a fresh project", () => {
     );
   }, 240_000);
   afterAll(async () => {
-    await server?.close();
     project?.remove();
   });
 
@@ -181,7 +179,7 @@ describe("the packed SDK in a fresh project", () => {
     const sessionId = uniqueId("sdk-pack");
     const { stdout } = await run(process.execPath, ["out/main.js"], {
       cwd: project.dir,
-      env: { ...process.env, BASE_URL: server.url, SESSION_ID: sessionId },
+      env: { ...process.env, BASE_URL: t.url, SESSION_ID: sessionId },
       timeout: 30_000,
     });
     expect(JSON.parse(stdout)).toEqual({

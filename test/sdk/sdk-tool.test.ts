@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { create, createFileRegistry, fromBinary } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect, test } from "vitest";
 import {
   AgentRole,
   anthropicTool,
@@ -27,8 +27,8 @@ import {
 } from "../../sdk/src/index.js";
 import { toolSpecOf } from "../../server/domain/tool-declaration.js";
 import { checkArgs } from "../../server/rpc/suggest-task.js";
-import type { SuggestServer } from "../../server/server.js";
-import { startTestServer, tempDir, uniqueId } from "../support/harness.js";
+import { tempDir, uniqueId } from "../support/harness.js";
+import { useTestServer } from "../support/server-fixture.js";
 
 /** The reference page's texts, copied exactly. */
 const REFERENCE = {
@@ -196,15 +196,13 @@ function catchSync(fn: () => unknown): unknown {
 }
 
 describe("callSuggestTaskTool against a real server", () => {
-  let server: SuggestServer;
+  const t = useTestServer();
   let client: SuggestionClient;
   let local: LocalHostClient;
-  beforeAll(async () => {
-    server = await startTestServer();
-    client = createSuggestionClient({ baseUrl: server.url });
-    local = createLocalHostClient({ baseUrl: server.url });
+  beforeAll(() => {
+    client = createSuggestionClient({ baseUrl: t.url });
+    local = createLocalHostClient({ baseUrl: t.url });
   });
-  afterAll(() => server.close());
 
   async function session(folder = FolderKind.NORMAL): Promise<string> {
     const sessionId = uniqueId("sdk-tool");

@@ -6,21 +6,14 @@ import { AgentRole } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { subscriberConnection } from "../../server/redis/redis-client.js";
 import type { RedisServerProcess } from "../../server/redis/redis-server-process.js";
 import { startRedisServer } from "../../server/redis/redis-server-process.js";
-import type { SuggestServer } from "../../server/server.js";
 import { PubSub } from "../../server/store/pubsub.js";
 import { loadScripts } from "../../server/store/scripts.js";
 import { StartLocks } from "../../server/store/start-locks.js";
-import {
-  grpcClients,
-  ownRedis,
-  putSession,
-  redisClient,
-  startTestServer,
-  tempDir,
-  uniqueId,
-} from "../support/harness.js";
-import { offerOne, watch } from "../support/lists.js";
+import { grpcClients, putSession, redisClient, tempDir, uniqueId } from "../support/harness.js";
+import { watch } from "../support/lists.js";
 import { type MonitoredCommand, startMonitor } from "../support/monitor.js";
+import { useOwnRedis, useTestServer } from "../support/server-fixture.js";
+import { offerOne } from "../support/suggest.js";
 
 /*
  * Redis Cluster runs a script, a transaction or a multi-key command only when all its
@@ -32,31 +25,28 @@ import { type MonitoredCommand, startMonitor } from "../support/monitor.js";
  * that builds a key in Lua, fails here, not in production on a cluster.
  */
 
-let flowRedis: RedisServerProcess & { remove: () => void };
+const flow = useOwnRedis();
 let slotServer: RedisServerProcess;
 let slotDir: { dir: string; remove: () => void };
 let oracle: Redis;
-let server: SuggestServer;
 beforeAll(async () => {
   slotDir = tempDir("slots");
-  [flowRedis, slotServer] = await Promise.all([
-    ownRedis(),
-    startRedisServer({ dir: slotDir.dir, extraArgs: ["--cluster-enabled", "yes"] }),
-  ]);
+  slotServer = await startRedisServer({
+    dir: slotDir.dir,
+    extraArgs: ["--cluster-enabled", "yes"],
+  });
   oracle = new Redis(slotServer.port, "127.0.0.1", { maxRetriesPerRequest: 1 });
-  server = await startTestServer(flowRedis.url, { startLockTtlMs: 60 });
 });
 afterAll(async () => {
   oracle?.disconnect();
-  await server?.close();
-  await Promise.all([flowRedis?.stop(), slotServer?.stop()]);
-  flowRedis?.remove();
+  await slotServer?.stop();
   slotDir?.remove();
 });
+const t = useTestServer({ redisUrl: () => flow.url, settings: { startLockTtlMs: 60 } });
 
 /** Every call of the service, with a few races, so that every script and path runs. */
 async function fullFlow(): Promise<void> {
-  const clients = grpcClients(server.url);
+  const clients = grpcClients(t.server.url);
   const sessionId = uniqueId();
   await putSession(clients, { sessionId });
   await clients.host.getSession({ sessionId });
@@ -93,7 +83,7 @@ async function fullFlow(): Promise<void> {
   w.cancel();
   await w.ended;
   // A lock held long enough to be renewed, then released.
-  const redis = redisClient(flowRedis.url);
+  const redis = redisClient(flow.url);
   const pubsub = new PubSub(() => subscriberConnection(redis));
   const locks = new StartLocks(redis, pubsub, { ttlMs: 60, maxHoldMs: 1_000 });
   const turn = await locks.take(sessionId, a, { until: Date.now() + 5_000 });
@@ -169,10 +159,10 @@ async function group(commands: readonly MonitoredCommand[]) {
 }
 
 test("every script, transaction and command of the full flow touches one slot, through tagged keys only", async () => {
-  const monitor = await startMonitor(flowRedis.port);
+  const monitor = await startMonitor(flow.process.port);
   await fullFlow();
   const marker = `end-of-flow-${uniqueId()}`;
-  const probe = new Redis(flowRedis.port, "127.0.0.1");
+  const probe = new Redis(flow.process.port, "127.0.0.1");
   await probe.echo(marker);
   probe.disconnect();
   await monitor.seen((c) => c.name === "echo" && c.args[0]?.toString() === marker);

@@ -7,7 +7,7 @@ import { create } from "@bufbuild/protobuf";
 import { type Client, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Cluster } from "ioredis";
-import { afterAll, beforeAll, inject } from "vitest";
+import { inject } from "vitest";
 import {
   ChatHostService,
   FolderKind,
@@ -177,31 +177,6 @@ export async function spawnService(
   };
 }
 
-/** What `useTestServer` gives each test of a file. */
-export interface TestEnv {
-  readonly server: SuggestServer;
-  readonly clients: Clients;
-  readonly redis: RedisClient;
-}
-
-/**
- * One server of a test file's own on the suite's Redis, with gRPC clients and a Redis
- * client for reading what calls recorded; started before the file's tests, closed after.
- * `assign` hands them to the file's variables.
- */
-export function useTestServer(assign: (env: TestEnv) => void): void {
-  let env: TestEnv | undefined;
-  beforeAll(async () => {
-    const server = await startTestServer();
-    env = { server, clients: grpcClients(server.url), redis: redisClient() };
-    assign(env);
-  });
-  afterAll(async () => {
-    env?.redis.disconnect();
-    await env?.server.close();
-  });
-}
-
 /** Awaits a call that must fail, and answers its ConnectError. */
 export async function connectErrorOf(call: Promise<unknown>): Promise<ConnectError> {
   const err = await call.then(
@@ -211,4 +186,16 @@ export async function connectErrorOf(call: Promise<unknown>): Promise<ConnectErr
   if (!(err instanceof ConnectError))
     throw new Error(`expected a ConnectError, got ${String(err)}`);
   return err;
+}
+
+/**
+ * Waits until `check` answers true, polling every 20 ms; throws after `ms` (a generous
+ * bound: the condition is awaited, never timed).
+ */
+export async function eventually(check: () => Promise<boolean>, ms = 5_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }

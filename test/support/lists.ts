@@ -2,29 +2,16 @@ import { Code } from "@connectrpc/connect";
 import { expect } from "vitest";
 import { type ErrorInfo, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import {
-  AgentRole,
   type Suggestion,
   type SuggestionError,
   SuggestionErrorSchema,
   SuggestionState,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { WatchSuggestionsResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import { parseEntries } from "../../server/domain/fold.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
 import { sessionKeys } from "../../server/store/keys.js";
 import { type Clients, connectErrorOf } from "./harness.js";
-
-let turns = 0;
-
-/** Offers one suggestion through SuggestTask, on a turn of its own; answers it. */
-export async function offerOne(clients: Clients, sessionId: string, title = "Follow up") {
-  turns++;
-  const res = await clients.suggestions.suggestTask({
-    context: { sessionId, turnId: `turn-${turns}`, role: AgentRole.TOP_LEVEL, toolCallId: "" },
-    args: { title, tldr: "Worth doing", brief: "Do the follow-up." },
-  });
-  if (res.suggestion === undefined) throw new Error("SuggestTask answered no suggestion");
-  return res.suggestion;
-}
 
 /** Ids of a list, in order. */
 export function ids(list: readonly Suggestion[]): string[] {
@@ -99,17 +86,17 @@ export function expectOpenLimit(f: WireFailure): void {
   });
 }
 
-/** Every record of a session's stream, as field maps, in stream order. */
+/**
+ * Every record of a session's stream, as field maps, in stream order: read with the
+ * fold's own parser (`parseEntries`, server/domain/fold.ts), so a test sees the records
+ * exactly as the service reads them.
+ */
 export async function logRecords(
   redis: RedisClient,
   sessionId: string,
 ): Promise<Record<string, string>[]> {
   const entries = await redis.xrange(sessionKeys(sessionId).log, "-", "+");
-  return entries.map(([, flat]) => {
-    const fields: Record<string, string> = {};
-    for (let i = 0; i + 1 < flat.length; i += 2) fields[flat[i] as string] = flat[i + 1] as string;
-    return fields;
-  });
+  return parseEntries(entries).map((record) => ({ ...record.fields }));
 }
 
 /** Appends a hand-written record straight onto a session's stream, as another writer might. */

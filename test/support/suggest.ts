@@ -5,13 +5,14 @@ import { type ErrorInfo, ErrorInfoSchema } from "../../gen/google/rpc/error_deta
 import {
   AgentRole,
   RefusalReason,
+  type Suggestion,
   type SuggestTaskRefusal,
   SuggestTaskRefusalSchema,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { SuggestTaskResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
-import { sessionKeys } from "../../server/store/keys.js";
 import { type Clients, connectErrorOf } from "./harness.js";
+import { logRecords } from "./lists.js";
 
 /** The reference's refusal texts, copied from the reference page. */
 export const REFUSAL_TEXT = {
@@ -42,24 +43,45 @@ export interface OfferInput {
   brief?: string;
 }
 
-let counter = 0;
+let turns = 0;
 
-/** Calls SuggestTask; each call gets its own turn unless told otherwise. */
+/** A turn id no other call of this test process used: the suite's one turn counter. */
+export function nextTurnId(): string {
+  turns++;
+  return `turn-${turns}`;
+}
+
+/**
+ * Calls SuggestTask, the suite's one way to offer through the tool: each call gets a
+ * turn of its own (`nextTurnId`) and its own title unless told otherwise.
+ */
 export function offer(clients: Clients, input: OfferInput): Promise<SuggestTaskResponse> {
-  counter++;
+  const fresh = nextTurnId();
+  const turnId = input.turnId ?? fresh;
   return clients.suggestions.suggestTask({
     context: {
       sessionId: input.sessionId,
-      turnId: input.turnId ?? `turn-${counter}`,
+      turnId,
       role: input.role ?? AgentRole.TOP_LEVEL,
       toolCallId: input.toolCallId ?? "",
     },
     args: {
-      title: input.title ?? `Title ${counter}`,
+      title: input.title ?? `Title of ${fresh}`,
       tldr: input.tldr ?? "Worth doing",
       brief: input.brief ?? "Do the follow-up.",
     },
   });
+}
+
+/** Offers one suggestion (`offer`) titled `title`, and answers the suggestion recorded. */
+export async function offerOne(
+  clients: Clients,
+  sessionId: string,
+  title = "Follow up",
+): Promise<Suggestion> {
+  const res = await offer(clients, { sessionId, title });
+  if (res.suggestion === undefined) throw new Error("SuggestTask answered no suggestion");
+  return res.suggestion;
 }
 
 /** A refusal as the wire carries it. */
@@ -110,19 +132,12 @@ export function expectRefusal(
   });
 }
 
-/** The `offered` records on a session's stream, as field maps. */
+/** The `offered` records on a session's stream, as field maps (`logRecords`). */
 export async function offeredRecords(
   redis: RedisClient,
   sessionId: string,
 ): Promise<Record<string, string>[]> {
-  const entries = await redis.xrange(sessionKeys(sessionId).log, "-", "+");
-  return entries
-    .map(([, flat]) => Object.fromEntries(pairs(flat)))
-    .filter((fields) => fields.type === "offered");
-}
-
-function* pairs(flat: string[]): Generator<[string, string]> {
-  for (let i = 0; i + 1 < flat.length; i += 2) yield [flat[i] as string, flat[i + 1] as string];
+  return (await logRecords(redis, sessionId)).filter((fields) => fields.type === "offered");
 }
 
 /** Every key of a session on the server (on every primary of a cluster): what a call left. */

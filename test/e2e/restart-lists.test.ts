@@ -15,7 +15,8 @@ import {
   startTestServer,
   uniqueId,
 } from "../support/harness.js";
-import { logRecords, offerOne, watch } from "../support/lists.js";
+import { logRecords, watch } from "../support/lists.js";
+import { offerOne } from "../support/suggest.js";
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterAll(async () => {

@@ -3,23 +3,15 @@ import { ConnectError } from "@connectrpc/connect";
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { type Suggestion, SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import type { RedisClient } from "../../server/redis/redis-client.js";
 import {
   type RedisServerProcess,
   startRedisServer,
 } from "../../server/redis/redis-server-process.js";
-import type { SuggestServer } from "../../server/server.js";
 import { sessionKeys } from "../../server/store/keys.js";
-import {
-  type Clients,
-  grpcClients,
-  ownRedis,
-  putSession,
-  redisClient,
-  startTestServer,
-  uniqueId,
-} from "../support/harness.js";
-import { appendRaw, offerOne } from "../support/lists.js";
+import { ownRedis, putSession, uniqueId } from "../support/harness.js";
+import { appendRaw } from "../support/lists.js";
+import { useTestServer } from "../support/server-fixture.js";
+import { offerOne } from "../support/suggest.js";
 
 /*
  * A model-based test: random sequences of offers (through the tool and hand-written),
@@ -74,23 +66,18 @@ interface Real {
 }
 
 let redisServer: RedisServerProcess & { remove: () => void };
-let server: SuggestServer;
-let clients: Clients;
-let admin: RedisClient;
 beforeAll(async () => {
   redisServer = await ownRedis();
-  server = await startTestServer(redisServer.url);
-  clients = grpcClients(server.url);
-  admin = redisClient(redisServer.url);
-  admin.on("error", () => {
-    // Refused while Redis restarts; the next command waits for the reconnect.
-  });
 });
 afterAll(async () => {
-  admin.disconnect();
-  await server.close();
   await redisServer.kill();
   redisServer.remove();
+});
+const t = useTestServer({ redisUrl: () => redisServer.url });
+beforeAll(() => {
+  t.redis.on("error", () => {
+    // Refused while Redis restarts; the next command waits for the reconnect.
+  });
 });
 
 const ms = (s: Suggestion["offeredAt"]) => (s === undefined ? undefined : timestampMs(s));
@@ -108,7 +95,7 @@ const viewOf = (s: Suggestion) => ({
 
 /** The lists of the service must be the model's, in both orders. */
 async function compare(m: Model, r: Real): Promise<void> {
-  const lists = await clients.suggestions.listSuggestions({ sessionId: r.sessionId });
+  const lists = await t.clients.suggestions.listSuggestions({ sessionId: r.sessionId });
   const open = m.offers.filter((o) => o.state === "open").reverse();
   const settled = m.offers.filter((o) => o.state !== "open");
   expect(lists.open.map(viewOf)).toEqual(open.map((o) => ({ ...o })));
@@ -137,7 +124,7 @@ class Step implements fc.AsyncCommand<Model, Real> {
 /** SuggestTask: recorded unless 10 were offered or 3 are open (the model's quotas). */
 async function toolOffer(m: Model, r: Real): Promise<void> {
   const title = `Tool ${m.offers.length}`;
-  const call = offerOne(clients, r.sessionId, title);
+  const call = offerOne(t.clients, r.sessionId, title);
   if (m.offers.length >= 10 || m.openCount >= 3) {
     const err = await call.then(
       () => undefined,
@@ -171,10 +158,10 @@ async function rpcSettle(m: Model, r: Real, outcome: Outcome, id: string): Promi
   const request = { sessionId: r.sessionId, suggestionId: id };
   const call =
     outcome === "drafted"
-      ? clients.suggestions.draftSuggestion(request)
+      ? t.clients.suggestions.draftSuggestion(request)
       : outcome === "dismissed"
-        ? clients.suggestions.dismissSuggestion(request)
-        : clients.suggestions.restoreSuggestion(request);
+        ? t.clients.suggestions.dismissSuggestion(request)
+        : t.clients.suggestions.restoreSuggestion(request);
   const answer = await call.then(
     (res) => ({ ok: res.suggestion as Suggestion }),
     (e: unknown) => ({ err: e as ConnectError }),
@@ -209,7 +196,7 @@ async function rawOffer(m: Model, r: Real, long: boolean, reuse: number | undefi
   const id = existing?.id ?? `raw-${++m.seq}`;
   const time = ++m.clock;
   const title = long ? "x".repeat(500) : `Raw ${id}`;
-  await appendRaw(admin, r.sessionId, {
+  await appendRaw(t.redis, r.sessionId, {
     type: "offered",
     id,
     turn: `raw-turn-${id}`,
@@ -238,7 +225,7 @@ async function rawSettle(m: Model, r: Real, outcome: string, id: string): Promis
   const chat = outcome === "started" ? `chat-${++m.seq}` : "";
   const fields: Record<string, string> = { type: "settled", id, outcome };
   if (chat !== "") fields.chat = chat;
-  await appendRaw(admin, r.sessionId, { ...fields, time: String(time) });
+  await appendRaw(t.redis, r.sessionId, { ...fields, time: String(time) });
   const offer = m.find(id);
   if (offer === undefined || !Model.fits(offer.state, outcome)) return;
   offer.state = outcome === "restored" ? "open" : (outcome as Standing);
@@ -253,8 +240,8 @@ async function restartRedis(): Promise<void> {
   redisServer = Object.assign(restarted, { remove: redisServer.remove });
   for (let i = 0; ; i++) {
     try {
-      await clients.suggestions.listSuggestions({ sessionId: "probe" });
-      await admin.ping();
+      await t.clients.suggestions.listSuggestions({ sessionId: "probe" });
+      await t.redis.ping();
       return;
     } catch (err) {
       if (i > 100) throw err;
@@ -297,12 +284,16 @@ const steps = [
   fc.nat(20).map(
     (p) =>
       new Step(`raw unknown kind #${p}`, async (m, r) => {
-        await appendRaw(admin, r.sessionId, { type: "note", id: m.target(p), outcome: "started" });
+        await appendRaw(t.redis, r.sessionId, {
+          type: "note",
+          id: m.target(p),
+          outcome: "started",
+        });
       }),
   ),
   fc.constant(
     new Step("delete projection", async (_m, r) => {
-      await admin.del(sessionKeys(r.sessionId).projection);
+      await t.redis.del(sessionKeys(r.sessionId).projection);
     }),
   ),
   // At most one restart a run: each costs a few hundred ms.
@@ -322,7 +313,7 @@ test("random offers, settlements, bad records and restarts match the reference m
   await fc.assert(
     fc.asyncProperty(fc.commands(steps, { maxCommands: 20, size: "max" }), async (commands) => {
       const sessionId = uniqueId("model");
-      await putSession(clients, { sessionId });
+      await putSession(t.clients, { sessionId });
       await fc.asyncModelRun(() => ({ model: new Model(), real: { sessionId } }), commands);
     }),
     { numRuns: 30 },

@@ -1,0 +1,75 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { afterEach, expect, test } from "vitest";
+import { loadScripts } from "../../server/store/scripts.js";
+import { tempDir } from "../support/harness.js";
+
+/** The script loader (server/store/scripts.ts): names, includes and the naming rule. */
+
+let folders: { remove: () => void }[] = [];
+afterEach(() => {
+  for (const f of folders) f.remove();
+  folders = [];
+});
+
+/** A scripts folder holding `files` (paths relative to it); answers its URL. */
+function scriptsFolder(files: Record<string, string>): URL {
+  const folder = tempDir("lua");
+  folders.push(folder);
+  mkdirSync(join(folder.dir, "includes"));
+  for (const [path, text] of Object.entries(files)) writeFileSync(join(folder.dir, path), text);
+  return pathToFileURL(`${folder.dir}/`);
+}
+
+test("the service's scripts: each named by its file, with its number of keys", () => {
+  const scripts = Object.fromEntries(loadScripts().map((s) => [s.name, s.numberOfKeys]));
+  expect(scripts).toEqual({
+    offer: 3,
+    settle: 3,
+    readLists: 2,
+    extendLock: 1,
+    releaseLock: 2,
+    createChat: 2,
+    postMessage: 3,
+  });
+});
+
+test("every script uses exactly the keys its name declares, and has its includes inlined", () => {
+  for (const script of loadScripts()) {
+    const used = [...script.lua.matchAll(/KEYS\[(\d+)\]/g)].map((m) => Number(m[1]));
+    expect({ name: script.name, keys: Math.max(...used) }).toEqual({
+      name: script.name,
+      keys: script.numberOfKeys,
+    });
+    expect(script.lua).not.toMatch(/@include/);
+  }
+});
+
+test("`<name>-<numKeys>.lua` gives the command name and key count; includes are inlined in place", () => {
+  const dir = scriptsFolder({
+    "addTwo-2.lua": 'local a = 1\n--- @include "shared-bits"\nreturn KEYS[2]\n',
+    "includes/shared-bits.lua": "local function shared() return 2 end",
+    "notes.txt": "not a script",
+  });
+  expect(loadScripts(dir)).toEqual([
+    {
+      name: "addTwo",
+      numberOfKeys: 2,
+      lua: "local a = 1\nlocal function shared() return 2 end\nreturn KEYS[2]\n",
+    },
+  ]);
+});
+
+test.each(["offer.lua", "offer-x.lua", "offer-3-extra.lua", "read_lists-2.lua", "-2.lua"])(
+  "a file named %s is refused with the rule it breaks",
+  (file) => {
+    const dir = scriptsFolder({ "good-1.lua": "return KEYS[1]", [file]: "return 1" });
+    expect(() => loadScripts(dir)).toThrow(`script file ${file} is not named <name>-<numKeys>.lua`);
+  },
+);
+
+test("an include that does not exist fails the load", () => {
+  const dir = scriptsFolder({ "broken-1.lua": '--- @include "missing"\nreturn KEYS[1]' });
+  expect(() => loadScripts(dir)).toThrow(/ENOENT/);
+});
