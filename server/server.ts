@@ -8,6 +8,7 @@ import { type Logger, pino } from "pino";
 import { defaultConfig, type ServiceConfig } from "./config.js";
 import { type ChatHost, createRemoteChatHost } from "./host/chat-host.js";
 import { EmbeddedChatHost } from "./host/embedded-host.js";
+import { traceChatHost } from "./host/traced-host.js";
 import { bearerAuth } from "./pipeline/auth.js";
 import type { PipelineOptions } from "./pipeline/call-pipeline.js";
 import { configureUtf8Marking, wellFormedText } from "./pipeline/request-guard.js";
@@ -93,12 +94,13 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   // One subscriber connection for every watcher of this instance (test/e2e/watch-scale.test.ts).
   const watchHub = new WatchHub(store, () => subscriberConnection(redis));
   const embeddedHost = settings.chatHostUrl === undefined ? new EmbeddedChatHost(redis) : undefined;
-  const host: ChatHost =
+  const host: ChatHost = traceChatHost(
     embeddedHost ??
-    createRemoteChatHost(settings.chatHostUrl as string, {
-      timeoutMs: settings.chatHostTimeoutMs ?? defaultConfig.chatHostTimeoutMs,
-      token: settings.chatHostToken,
-    });
+      createRemoteChatHost(settings.chatHostUrl as string, {
+        timeoutMs: settings.chatHostTimeoutMs ?? defaultConfig.chatHostTimeoutMs,
+        token: settings.chatHostToken,
+      }),
+  );
   // One subscriber connection for every Start waiting on a lock (test/rpc/start-concurrency.test.ts).
   const startLocks = new StartLocks(redis, {
     ttlMs: settings.startLockTtlMs ?? defaultConfig.startLockTtlMs,

@@ -1,0 +1,160 @@
+import type { DescMethod, DescService } from "@bufbuild/protobuf";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import {
+  type Attributes,
+  type Context,
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type TextMapGetter,
+  trace,
+} from "@opentelemetry/api";
+
+/** The instrumentation scope of the service's own spans. */
+export const TRACER_NAME = "suggest-task";
+
+/**
+ * Reads a caller's `traceparent` (and whatever else the registered propagator wants)
+ * from the call's request headers. The headers are only touched when a propagator asks:
+ * with no SDK registered the propagator is a no-op and the fast path never builds its
+ * lazy `Headers` object (server/transport/lazy-handler-context.ts).
+ */
+const headerGetter: TextMapGetter<HandlerContext> = {
+  get: (carrier, key) => carrier.requestHeader.get(key) ?? undefined,
+  keys: (carrier) => [...carrier.requestHeader.keys()],
+};
+
+/** Codes that are the server's fault, as OpenTelemetry's RPC conventions count them. */
+const SERVER_FAULTS: ReadonlySet<Code> = new Set([
+  Code.Unknown,
+  Code.DeadlineExceeded,
+  Code.Unimplemented,
+  Code.Internal,
+  Code.Unavailable,
+  Code.DataLoss,
+]);
+
+/** What every span of one method shares, computed once per method rather than per call. */
+interface MethodSpan {
+  readonly name: string;
+  readonly options: { readonly kind: SpanKind; readonly attributes: Attributes };
+}
+
+function methodSpan(service: DescService, method: DescMethod): MethodSpan {
+  return {
+    name: `${service.typeName}/${method.name}`,
+    options: {
+      kind: SpanKind.SERVER,
+      attributes: {
+        "rpc.system": "grpc",
+        "rpc.service": service.typeName,
+        "rpc.method": method.name,
+      },
+    },
+  };
+}
+
+/** Starts a call's server span as a child of the caller's trace context, if it sent one. */
+function startServerSpan(spec: MethodSpan, handlerContext: HandlerContext): [Span, Context] {
+  const parent = propagation.extract(ROOT_CONTEXT, handlerContext, headerGetter);
+  const span = trace.getTracer(TRACER_NAME).startSpan(spec.name, spec.options, parent);
+  return [span, trace.setSpan(parent, span)];
+}
+
+/** Ends a span with the call's gRPC status. */
+function endSpan(span: Span, error: unknown): void {
+  if (!span.isRecording()) {
+    span.end();
+    return;
+  }
+  const failure = error === undefined ? undefined : ConnectError.from(error);
+  span.setAttribute("rpc.grpc.status_code", failure?.code ?? 0);
+  if (failure !== undefined && SERVER_FAULTS.has(failure.code)) {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: failure.rawMessage });
+  }
+  span.end();
+}
+
+/**
+ * Wraps a service implementation so that every call is a server span continuing the
+ * caller's W3C trace context, and runs with that span active, so that the Redis script
+ * spans (server/store/script-spans.ts) and chat-host spans (server/host/traced-host.ts)
+ * it causes are its children. It wraps the implementation, not a Connect interceptor,
+ * so the gRPC fast path and connect-node trace alike (test/pipeline/tracing.test.ts).
+ * With only `@opentelemetry/api` loaded (no SDK registered, the default) every span is a
+ * no-op.
+ */
+export function traceService<S extends DescService>(
+  service: S,
+  impl: ServiceImpl<S>,
+): ServiceImpl<S> {
+  const wrapped: Record<string, unknown> = {};
+  for (const method of service.methods) {
+    const handler = (impl as Record<string, unknown>)[method.localName];
+    if (typeof handler !== "function") continue;
+    const spec = methodSpan(service, method);
+    if (method.methodKind === "unary") {
+      wrapped[method.localName] = async (request: unknown, handlerContext: HandlerContext) => {
+        const [span, active] = startServerSpan(spec, handlerContext);
+        try {
+          const result = await context.with(active, () =>
+            handler.call(impl, request, handlerContext),
+          );
+          endSpan(span, undefined);
+          return result;
+        } catch (err) {
+          endSpan(span, err);
+          throw err;
+        }
+      };
+    } else {
+      wrapped[method.localName] = (request: unknown, handlerContext: HandlerContext) =>
+        traceStream(spec, () => handler.call(impl, request, handlerContext), handlerContext);
+    }
+  }
+  return wrapped as ServiceImpl<S>;
+}
+
+/**
+ * A stream's span lasts as long as the stream; each step of the inner stream runs with
+ * the span active. A consumer that stops early (the client left) ends the inner stream
+ * too, so its own cleanup runs.
+ */
+async function* traceStream(
+  spec: MethodSpan,
+  open: () => unknown,
+  handlerContext: HandlerContext,
+): AsyncGenerator<unknown> {
+  const [span, active] = startServerSpan(spec, handlerContext);
+  let error: unknown;
+  let finished = false;
+  const inner = (context.with(active, open) as AsyncIterable<unknown>)[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      let step: IteratorResult<unknown>;
+      try {
+        step = await context.with(active, () => inner.next());
+      } catch (err) {
+        finished = true;
+        throw err;
+      }
+      if (step.done === true) {
+        finished = true;
+        return;
+      }
+      yield step.value;
+    }
+  } catch (err) {
+    error = err;
+    throw err;
+  } finally {
+    if (!finished) await context.with(active, () => inner.return?.());
+    if (error === undefined && handlerContext.signal.aborted) {
+      error = new ConnectError("the client left", Code.Canceled);
+    }
+    endSpan(span, error);
+  }
+}
