@@ -4,6 +4,7 @@ import {
   type Attributes,
   type Context,
   context,
+  isSpanContextValid,
   propagation,
   ROOT_CONTEXT,
   type Span,
@@ -13,8 +14,11 @@ import {
   trace,
 } from "@opentelemetry/api";
 
-/** The instrumentation scope of the service's own spans. */
-export const TRACER_NAME = "suggest-task";
+/**
+ * The service's tracer (scope `suggest-task`). Got once: a proxy that finds the SDK's
+ * tracer once one is registered, even after this module loads (test/pipeline/tracing.test.ts).
+ */
+const tracer = trace.getTracer("suggest-task");
 
 /**
  * Reads a caller's `traceparent` (and whatever else the registered propagator wants)
@@ -57,11 +61,22 @@ function methodSpan(service: DescService, method: DescMethod): MethodSpan {
   };
 }
 
-/** Starts a call's server span as a child of the caller's trace context, if it sent one. */
-function startServerSpan(spec: MethodSpan, handlerContext: HandlerContext): [Span, Context] {
+/**
+ * Starts a call's server span as a child of the caller's trace context, if it sent one;
+ * answers the context with the span active, or undefined when the span is inert.
+ */
+function startServerSpan(spec: MethodSpan, handlerContext: HandlerContext): Context | undefined {
   const parent = propagation.extract(ROOT_CONTEXT, handlerContext, headerGetter);
-  const span = trace.getTracer(TRACER_NAME).startSpan(spec.name, spec.options, parent);
-  return [span, trace.setSpan(parent, span)];
+  const span = tracer.startSpan(spec.name, spec.options, parent);
+  return inert(span) ? undefined : trace.setSpan(parent, span);
+}
+
+/**
+ * A span that neither records nor carries a trace (no SDK registered, no caller's trace
+ * context): the call runs as if unwrapped, with no extra promise (bench/tracing-off.ts).
+ */
+function inert(span: Span): boolean {
+  return !span.isRecording() && !isSpanContextValid(span.spanContext());
 }
 
 /** Ends a span with the call's gRPC status. */
@@ -96,26 +111,36 @@ export function traceService<S extends DescService>(
     const handler = (impl as Record<string, unknown>)[method.localName];
     if (typeof handler !== "function") continue;
     const spec = methodSpan(service, method);
+    const call = (request: unknown, handlerContext: HandlerContext) =>
+      handler.call(impl, request, handlerContext);
     if (method.methodKind === "unary") {
-      wrapped[method.localName] = async (request: unknown, handlerContext: HandlerContext) => {
-        const [span, active] = startServerSpan(spec, handlerContext);
-        try {
-          const result = await context.with(active, () =>
-            handler.call(impl, request, handlerContext),
-          );
-          endSpan(span, undefined);
-          return result;
-        } catch (err) {
-          endSpan(span, err);
-          throw err;
-        }
+      wrapped[method.localName] = (request: unknown, handlerContext: HandlerContext) => {
+        const active = startServerSpan(spec, handlerContext);
+        if (active === undefined) return call(request, handlerContext);
+        return traceUnary(active, () => call(request, handlerContext) as Promise<unknown>);
       };
     } else {
-      wrapped[method.localName] = (request: unknown, handlerContext: HandlerContext) =>
-        traceStream(spec, () => handler.call(impl, request, handlerContext), handlerContext);
+      wrapped[method.localName] = (request: unknown, handlerContext: HandlerContext) => {
+        const active = startServerSpan(spec, handlerContext);
+        const open = () => call(request, handlerContext);
+        return active === undefined ? open() : traceStream(active, open, handlerContext);
+      };
     }
   }
   return wrapped as ServiceImpl<S>;
+}
+
+/** A unary call runs with its span active; the span ends with the call's status. */
+async function traceUnary(active: Context, run: () => Promise<unknown>): Promise<unknown> {
+  const span = trace.getSpan(active) as Span;
+  try {
+    const result = await context.with(active, run);
+    endSpan(span, undefined);
+    return result;
+  } catch (err) {
+    endSpan(span, err);
+    throw err;
+  }
 }
 
 /**
@@ -124,11 +149,11 @@ export function traceService<S extends DescService>(
  * too, so its own cleanup runs.
  */
 async function* traceStream(
-  spec: MethodSpan,
+  active: Context,
   open: () => unknown,
   handlerContext: HandlerContext,
 ): AsyncGenerator<unknown> {
-  const [span, active] = startServerSpan(spec, handlerContext);
+  const span = trace.getSpan(active) as Span;
   let error: unknown;
   let finished = false;
   const inner = (context.with(active, open) as AsyncIterable<unknown>)[Symbol.asyncIterator]();
