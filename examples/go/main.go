@@ -210,6 +210,8 @@ func main() {
 	if target == "" {
 		target = "127.0.0.1:8080"
 	}
+	// Cleartext HTTP/2 to a local service; grpc-go 1.34 and later spell it
+	// grpc.WithTransportCredentials(insecure.NewCredentials()).
 	conn, err := grpc.Dial(target, grpc.WithInsecure())
 	must("dial", err)
 	defer conn.Close()
