@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-  protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf
+  protobuf-compiler libprotobuf-dev protobuf-compiler-grpc python3-grpcio python3-protobuf
   golang-go protoc-gen-go protoc-gen-go-grpc golang-google-grpc-dev
   golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev golang-google-genproto-dev
 )

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Generates the Python stubs from the repository's proto/ into gen/ (git-ignored) and
 # runs the example against SUGGEST_TASK_ADDR (default 127.0.0.1:8080).
-# Needs Debian's python3-grpcio, python3-protobuf, protobuf-compiler, protobuf-compiler-grpc.
+# Needs Debian's python3-grpcio, python3-protobuf, protobuf-compiler (with libprotobuf-dev for
+# the well-known protos in /usr/include) and protobuf-compiler-grpc.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 protos="$here/../../proto"
