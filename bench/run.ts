@@ -13,6 +13,7 @@ import type { LoadConfig, LoadResult } from "./load.js";
 import { cpuSeconds, startNode } from "./measure.js";
 import { prepare } from "./prepare.js";
 import { measureStartConcurrency } from "./start-concurrency.js";
+import { measureTracingOff } from "./tracing-off.js";
 import { measureWatchers } from "./watchers.js";
 
 const WARMUP_MS = Number(process.env.BENCH_WARMUP_MS ?? 2_000);
@@ -194,6 +195,8 @@ async function main(): Promise<void> {
       }
       await server.stop();
     }
+    console.error("bench: tracing off (no OpenTelemetry SDK) against no tracing calls");
+    extra.tracingOff = await measureTracingOff();
     console.error("bench: a chat of 10,000 records against a fresh one");
     const { runHistoryBench } = await import("./history.js");
     extra.history = await runHistoryBench(redis.url);

@@ -28,6 +28,12 @@ async function main(): Promise<void> {
     privateRedis = await startRedisServer({ dir: resolve(config.dataDir, "redis") });
     redisUrl = privateRedis.url;
   }
+  // The OpenTelemetry SDK only when an OTLP endpoint is set; else spans are no-ops.
+  const tracing =
+    process.env.OTEL_SDK_DISABLED !== "true" &&
+    (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
+      ? (await import("./tracing-sdk.js")).startTracing()
+      : undefined;
   const server = await startSuggestServer({ ...config, redisUrl });
   const parts = [
     config.authTokens.length === 0
@@ -38,6 +44,7 @@ async function main(): Promise<void> {
       ? `private redis-server on ${privateRedis.url}, data in ${privateRedis.dir}`
       : `${parseRedisUrl(redisUrl).kind === "cluster" ? "Redis Cluster" : "Redis"} at ${redact(redisUrl)}`,
     config.chatHostUrl ? `chat host at ${config.chatHostUrl}` : "embedded chat host",
+    ...(tracing ? ["traces to the OTLP endpoint"] : []),
   ];
   console.log(parts.join("; "));
 
@@ -45,6 +52,7 @@ async function main(): Promise<void> {
     console.log(`${signal}: shutting down`);
     await server.close();
     await privateRedis?.stop();
+    await tracing?.shutdown().catch(() => undefined);
     process.exit(0);
   };
   process.once("SIGINT", () => void stop("SIGINT"));

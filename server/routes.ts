@@ -7,6 +7,7 @@ import { ChatHostService, LocalHostService } from "../gen/oda/suggest/v1/chat_ho
 import { SuggestionService } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { EmbeddedChatHost } from "./host/embedded-host.js";
 import { type PipelineOptions, wrapService } from "./pipeline/call-pipeline.js";
+import { traceService } from "./pipeline/tracing.js";
 import { createHealthService } from "./rpc/health.js";
 import { createChatHostService, createLocalHostService } from "./rpc/host-service.js";
 import { Reflection } from "./rpc/reflection.js";
@@ -31,7 +32,10 @@ export function buildServices(deps: RoutesDeps): readonly ServedService[] {
   const serve = <S extends DescService>(service: S, impl: ServiceImpl<S>) => {
     served.push({
       service,
-      impl: wrapService(service, impl, deps.pipeline) as unknown as ServiceImpl<DescService>,
+      impl: traceService(
+        service,
+        wrapService(service, impl, deps.pipeline),
+      ) as unknown as ServiceImpl<DescService>,
     });
   };
   serve(SuggestionService, createSuggestionService(deps));

@@ -8,6 +8,7 @@ import { type Logger, pino } from "pino";
 import { defaultConfig, type ServiceConfig } from "./config.js";
 import { type ChatHost, createRemoteChatHost } from "./host/chat-host.js";
 import { EmbeddedChatHost } from "./host/embedded-host.js";
+import { traceChatHost } from "./host/traced-host.js";
 import { bearerAuth } from "./pipeline/auth.js";
 import type { PipelineOptions } from "./pipeline/call-pipeline.js";
 import { configureUtf8Marking, wellFormedText } from "./pipeline/request-guard.js";
@@ -97,12 +98,13 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   const pubsub = new PubSub(() => subscriberConnection(redis));
   const watchHub = new WatchHub(store, pubsub);
   const embeddedHost = settings.chatHostUrl === undefined ? new EmbeddedChatHost(redis) : undefined;
-  const host: ChatHost =
+  const host: ChatHost = traceChatHost(
     embeddedHost ??
-    createRemoteChatHost(settings.chatHostUrl as string, {
-      timeoutMs: settings.chatHostTimeoutMs ?? defaultConfig.chatHostTimeoutMs,
-      token: settings.chatHostToken,
-    });
+      createRemoteChatHost(settings.chatHostUrl as string, {
+        timeoutMs: settings.chatHostTimeoutMs ?? defaultConfig.chatHostTimeoutMs,
+        token: settings.chatHostToken,
+      }),
+  );
   const startLocks = new StartLocks(redis, pubsub, {
     ...(settings.startLockTtlMs === undefined ? {} : { ttlMs: settings.startLockTtlMs }),
     ...(settings.startLockMaxHoldMs === undefined

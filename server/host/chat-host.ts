@@ -1,6 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { context, propagation, type TextMapSetter } from "@opentelemetry/api";
 import {
   ChatHostService,
   type CreateChatRequestSchema,
@@ -28,10 +29,25 @@ export interface ChatHost {
   ): Promise<PostMessageResponse>;
 }
 
+const headerSetter: TextMapSetter<Headers> = {
+  set: (carrier, key, value) => carrier.set(key, value),
+};
+
+/**
+ * Sends the active trace context (W3C `traceparent`, with the SDK's default propagator)
+ * to the remote host, so that its spans continue the call's trace. A no-op without an
+ * OpenTelemetry SDK (test/pipeline/tracing.test.ts).
+ */
+const traceContext: Interceptor = (next) => (req) => {
+  propagation.inject(context.active(), req.header, headerSetter);
+  return next(req);
+};
+
 /**
  * A client of a remote `ChatHostService` over gRPC (`CHAT_HOST_URL`). Every call has a
  * deadline (`timeoutMs`), so a host that hangs answers DEADLINE_EXCEEDED, which the
  * handlers report as UNAVAILABLE (`dependencyError`), instead of holding the call open.
+ * Each call carries the caller's trace context.
  */
 export function createRemoteChatHost(
   baseUrl: string,
@@ -47,7 +63,7 @@ export function createRemoteChatHost(
     createGrpcTransport({
       baseUrl,
       defaultTimeoutMs: options.timeoutMs ?? 10_000,
-      interceptors: [bearer],
+      interceptors: [bearer, traceContext],
     }),
   );
 }

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import type { Cluster, Redis, Result } from "ioredis";
 import { connectRedis, type RedisClient } from "../redis/redis-client.js";
+import { traceScript } from "./script-spans.js";
 
 /** Where the `.lua` files live, beside this module in the source tree and in `dist/`. */
 const LUA_DIR = new URL("./lua/", import.meta.url);
@@ -49,6 +50,7 @@ export function defineScripts(client: Redis | Cluster): void {
   cached ??= loadScripts();
   for (const script of cached) {
     client.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
+    traceScript(client, script.name);
   }
 }
 

@@ -64,17 +64,6 @@ describe("malformed requests answer INVALID_ARGUMENT and record nothing", () => 
     );
   });
 
-  test.each([
-    ["unspecified", AgentRole.UNSPECIFIED],
-    ["unknown", 99 as AgentRole],
-  ])("an %s role", async (_, role) => {
-    await expectClean(
-      () => offer(t.clients, { sessionId, role }),
-      Code.InvalidArgument,
-      "context.role must be AGENT_ROLE_TOP_LEVEL, AGENT_ROLE_HELPER or AGENT_ROLE_FORKED_HELPER",
-    );
-  });
-
   test("a missing context", async () => {
     await expectClean(
       () => t.clients.suggestions.suggestTask({ args: { title: "a", tldr: "b", brief: "c" } }),

@@ -114,6 +114,19 @@ describe("every refusal of the reference", () => {
     expect(await offeredRecords(t.redis, sessionId)).toHaveLength(0);
   });
 
+  test.each([
+    ["unset (AGENT_ROLE_UNSPECIFIED, 0)", AgentRole.UNSPECIFIED],
+    ["unknown to this build (99)", 99 as AgentRole],
+  ])("a role %s is a helper's", async (_, role) => {
+    const sessionId = await chat();
+    expectRefusal(await refusalOf(offer(t.clients, { sessionId, role })), {
+      message: REFUSAL_TEXT.helper,
+      code: Code.PermissionDenied,
+      reason: RefusalReason.NOT_TOP_LEVEL,
+    });
+    expect(await offeredRecords(t.redis, sessionId)).toHaveLength(0);
+  });
+
   test("no chat behind the call: empty session id, or one the host does not know", async () => {
     for (const sessionId of ["", uniqueId("unknown")]) {
       expectRefusal(await refusalOf(offer(t.clients, { sessionId })), {
@@ -213,10 +226,14 @@ describe("every refusal of the reference", () => {
 describe("precedence when several rules apply", () => {
   test("role, then session, then folder, then turn", async () => {
     const scheduled = await chat({ folder: FolderKind.SCHEDULED_TASK });
-    const all = { role: AgentRole.HELPER, turnId: "", title: "" };
-    expect((await refusalOf(offer(t.clients, { sessionId: "", ...all }))).message).toBe(
-      REFUSAL_TEXT.helper,
-    );
+    for (const role of [AgentRole.HELPER, AgentRole.UNSPECIFIED, 99 as AgentRole]) {
+      const all = { role, turnId: "", title: "" };
+      for (const sessionId of ["", uniqueId("unknown"), scheduled]) {
+        expect((await refusalOf(offer(t.clients, { sessionId, ...all }))).message).toBe(
+          REFUSAL_TEXT.helper,
+        );
+      }
+    }
     expect(
       (await refusalOf(offer(t.clients, { sessionId: "", turnId: "", title: "" }))).message,
     ).toBe(REFUSAL_TEXT.noSession);
