@@ -22,7 +22,7 @@ import {
   SessionSchema,
   SuggestionState,
   SuggestTaskRefusalError,
-} from "../../sdk/src/index.js";
+} from "../../sdk/src/node.js";
 import type { SuggestServer } from "../../server/server.js";
 import { startTestServer, uniqueId } from "../support/harness.js";
 

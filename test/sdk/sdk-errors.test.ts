@@ -16,7 +16,7 @@ import {
   SuggestionState,
   SuggestTaskRefusalError,
   WorkspaceMissingReason,
-} from "../../sdk/src/index.js";
+} from "../../sdk/src/node.js";
 import type { SuggestServer } from "../../server/server.js";
 import { startTestServer, uniqueId } from "../support/harness.js";
 
