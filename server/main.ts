@@ -1,4 +1,5 @@
-import { resolve } from "node:path";
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { ConfigError, configFromEnv } from "./config.js";
 import {
   RedisServerMissingError,
@@ -38,6 +39,9 @@ async function main(): Promise<void> {
       ? `private redis-server on ${privateRedis.url}, data in ${privateRedis.dir}`
       : `${parseRedisUrl(redisUrl).kind === "cluster" ? "Redis Cluster" : "Redis"} at ${redact(redisUrl)}`,
     config.chatHostUrl ? `chat host at ${config.chatHostUrl}` : "embedded chat host",
+    existsSync(join(config.inspectorDir, "index.html"))
+      ? `inspector page at ${server.url}/`
+      : `inspector page not built (run npm run build; ${config.inspectorDir} has no index.html)`,
   ];
   console.log(parts.join("; "));
 
