@@ -1,4 +1,4 @@
-import { ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { Suggestion } from "../../sdk/src/web.js";
 import { type Access, createClients, isAbort, probe, refusal, tokenStore } from "./api.js";
 import { byId, replaceChildren } from "./dom.js";
@@ -7,9 +7,8 @@ import "./style.css";
 
 const clients = createClients(location.origin);
 
-/** The page's state: the chat it watches, its latest lists, and each card's last failure. */
+/** The page's state: its watches, the chat's latest lists, and each card's last failure. */
 const state = {
-  sessionId: "",
   watch: undefined as AbortController | undefined,
   inboxWatch: undefined as AbortController | undefined,
   lists: { open: [] as Suggestion[], settled: [] as Suggestion[] },
@@ -61,17 +60,24 @@ function stopWatching(): void {
   state.inboxWatch?.abort();
 }
 
-/** Watches one chat's lists (WatchSuggestions): they render at once and after every change. */
+/** Failures after which a watch is opened again by itself: the service restarting, a network. */
+const TRANSIENT = new Set([Code.Unavailable, Code.Unknown, Code.Internal, Code.DeadlineExceeded]);
+const RETRY_MS = 3000;
+
+/**
+ * Watches one chat's lists (WatchSuggestions): they render at once and after every change.
+ * A watch that ends or breaks (the service restarting) is opened again after a pause, the
+ * last lists staying on the page meanwhile; a refused one shows the service's message.
+ */
 async function openChat(sessionId: string): Promise<void> {
   state.watch?.abort();
   const watch = new AbortController();
   state.watch = watch;
-  state.sessionId = sessionId;
-  state.errors.clear();
   byId<HTMLInputElement>("chat-id").value = sessionId;
   history.replaceState(null, "", `#chat=${encodeURIComponent(sessionId)}`);
   const chatStatus = byId("chat-status");
   chatStatus.textContent = `Watching chat ${sessionId}…`;
+  let why = "the watch ended";
   try {
     for await (const lists of clients.suggestions.watchSuggestions(
       { sessionId },
@@ -81,12 +87,25 @@ async function openChat(sessionId: string): Promise<void> {
       chatStatus.textContent = `Chat ${sessionId}: ${lists.open.length} open, ${lists.settled.length} settled. Live.`;
       renderLists();
     }
-    if (!watch.signal.aborted) chatStatus.textContent = `The watch of chat ${sessionId} ended.`;
   } catch (err) {
     if (watch.signal.aborted || isAbort(err)) return;
-    byId("lists").hidden = true;
-    chatStatus.textContent = ConnectError.from(err).rawMessage;
+    const error = ConnectError.from(err);
+    if (error.code === Code.Unauthenticated || error.code === Code.PermissionDenied) {
+      void enter();
+      return;
+    }
+    if (!TRANSIENT.has(error.code)) {
+      byId("lists").hidden = true;
+      chatStatus.textContent = error.rawMessage;
+      return;
+    }
+    why = error.rawMessage;
   }
+  if (watch.signal.aborted) return;
+  chatStatus.textContent = `Chat ${sessionId}: ${why}; watching again in ${RETRY_MS / 1000} s.`;
+  setTimeout(() => {
+    if (state.watch === watch) void openChat(sessionId);
+  }, RETRY_MS);
 }
 
 function renderLists(): void {
