@@ -19,6 +19,8 @@ export interface ServiceConfig {
   readonly chatHostToken: string | undefined;
   /** Where the private `redis-server` keeps its data. */
   readonly dataDir: string;
+  /** The built inspector page (`npm run build` writes it), served at `GET /`. */
+  readonly inspectorDir: string;
   /** The largest request body accepted, in bytes. */
   readonly readMaxBytes: number;
   /** The longest deadline a caller may ask for, in ms. */
@@ -52,6 +54,7 @@ export const defaultConfig: Readonly<ServiceConfig> = Object.freeze({
   chatHostUrl: undefined,
   chatHostToken: undefined,
   dataDir: ".data",
+  inspectorDir: "dist/inspector",
   readMaxBytes: 256 * 1024,
   maxTimeoutMs: 60_000,
   shutdownGraceMs: 10_000,
@@ -173,6 +176,7 @@ export function configFromEnv(env: Env): ServiceConfig {
     chatHostUrl: url(env, "CHAT_HOST_URL", ["http:", "https:"]),
     chatHostToken: env.CHAT_HOST_TOKEN || undefined,
     dataDir: env.DATA_DIR || defaultConfig.dataDir,
+    inspectorDir: env.INSPECTOR_DIR || defaultConfig.inspectorDir,
     readMaxBytes: integer(env, "MAX_REQUEST_BYTES", defaultConfig.readMaxBytes, 1024, 64 << 20),
     maxTimeoutMs: integer(env, "MAX_DEADLINE_MS", defaultConfig.maxTimeoutMs, 1, 3_600_000),
     shutdownGraceMs: integer(env, "SHUTDOWN_GRACE_MS", defaultConfig.shutdownGraceMs, 0, 600_000),

@@ -1,4 +1,5 @@
-import { resolve } from "node:path";
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { ConfigError, configFromEnv } from "./config.js";
 import {
   RedisServerMissingError,
@@ -45,6 +46,9 @@ async function main(): Promise<void> {
       : `${parseRedisUrl(redisUrl).kind === "cluster" ? "Redis Cluster" : "Redis"} at ${redact(redisUrl)}`,
     config.chatHostUrl ? `chat host at ${config.chatHostUrl}` : "embedded chat host",
     ...(tracing ? ["traces to the OTLP endpoint"] : []),
+    existsSync(join(config.inspectorDir, "index.html"))
+      ? `inspector page at ${server.url}/`
+      : `inspector page not built (run npm run build; ${config.inspectorDir} has no index.html)`,
   ];
   console.log(parts.join("; "));
 

@@ -28,6 +28,7 @@ import {
   createTlsOnePortServer,
   type OnePortServer,
 } from "./transport/one-port.js";
+import { staticFiles } from "./transport/static-files.js";
 
 /** What a running server exposes. */
 export interface SuggestServer {
@@ -57,6 +58,7 @@ export type ServerSettings = Pick<
       | "logLevel"
       | "chatHostToken"
       | "grpcFastPath"
+      | "inspectorDir"
     >
   > & {
     /** Where the call log goes; by default pino to stdout at `logLevel`. */
@@ -125,7 +127,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
         });
   const handler = connectNodeAdapter({
     routes: routesOf(services),
-    fallback: metricsFallback(telemetry),
+    fallback: metricsFallback(telemetry, settings.inspectorDir),
     readMaxBytes: settings.readMaxBytes,
     maxTimeoutMs: settings.maxTimeoutMs,
     shutdownSignal: shutdown.signal,
@@ -221,8 +223,15 @@ async function listener(
   });
 }
 
-/** Serves `GET /metrics` (Prometheus text) beside the RPCs; anything else is 404. */
-function metricsFallback(telemetry: Telemetry): NonNullable<ConnectNodeAdapterOptions["fallback"]> {
+/**
+ * Serves `GET /metrics` (Prometheus text) and, with `inspectorDir`, the inspector page
+ * (`GET /`, server/transport/static-files.ts) beside the RPCs; anything else is 404.
+ */
+function metricsFallback(
+  telemetry: Telemetry,
+  inspectorDir: string | undefined,
+): NonNullable<ConnectNodeAdapterOptions["fallback"]> {
+  const page = inspectorDir === undefined ? undefined : staticFiles(inspectorDir);
   return (req, res) => {
     if (req.method === "GET" && req.url === "/metrics") {
       void telemetry.registry.metrics().then((text) => {
@@ -231,6 +240,7 @@ function metricsFallback(telemetry: Telemetry): NonNullable<ConnectNodeAdapterOp
       });
       return;
     }
+    if (page?.(req, res)) return;
     res.writeHead(404, { "content-type": "text/plain" });
     res.end("not found\n");
   };

@@ -1,8 +1,13 @@
-import { type Client, createClient } from "@connectrpc/connect";
+import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { ChatHostService, LocalHostService } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { typedErrorsInterceptor } from "./errors.js";
-import { type ClientOptions, clientTransport } from "./transport.js";
+import {
+  type CallerOptions,
+  type ClientOptions,
+  clientTransport,
+  withTransport,
+} from "./transport.js";
 
 /** A typed client of `SuggestionService`: one promise-returning method per RPC. */
 export type SuggestionClient = Client<typeof SuggestionService>;
@@ -14,14 +19,15 @@ export type ChatHostClient = Client<typeof ChatHostService>;
 export type LocalHostClient = Client<typeof LocalHostService>;
 
 /**
- * A client of `SuggestionService`, made with `createClient` over the transport `options`
- * describe (a `baseUrl` and `protocol`, or a `transport` of the caller's), sending `token` as
+ * A client of `SuggestionService`, made with `createClient` over the caller's `transport`
+ * (any protocol, any runtime), sending `token` as
  * `authorization: Bearer <token>`. Failures carrying the service's details are thrown as the
  * SDK's typed errors (`SuggestionNotFoundError`, ..., `SuggestTaskRefusalError`), also when
  * they end a `watchSuggestions` stream; any other error is a plain `ConnectError`.
  *
  * ```ts
- * const client = createSuggestionClient({ baseUrl: "http://127.0.0.1:8080" });
+ * const transport = createConnectTransport({ baseUrl: "https://suggest.example" });
+ * const client = createSuggestionClient({ transport, token });
  * const { open, settled } = await client.listSuggestions({ sessionId });
  * ```
  */
@@ -44,4 +50,26 @@ export function createChatHostClient(options: ClientOptions): ChatHostClient {
  */
 export function createLocalHostClient(options: ClientOptions): LocalHostClient {
   return createClient(LocalHostService, clientTransport(options));
+}
+
+/** The options of a platform entry's clients: a URL its transport is made for, or a transport. */
+export type PlatformClientOptions<U> = (U & CallerOptions) | ClientOptions;
+
+/**
+ * The three client factories of a platform entry (`@oda/suggest-task/node`, `/web`): the
+ * core's, taking a `baseUrl` (and the entry's protocol options) too, for which `make` builds
+ * the platform's transport. The token and interceptors wrap that transport as they wrap a
+ * given one, so the clients behave the same on every platform.
+ */
+export function platformClients<U extends { readonly baseUrl: string; readonly transport?: never }>(
+  make: (options: U) => Transport,
+) {
+  return {
+    createSuggestionClient: (options: PlatformClientOptions<U>): SuggestionClient =>
+      createSuggestionClient(withTransport(options, make)),
+    createChatHostClient: (options: PlatformClientOptions<U>): ChatHostClient =>
+      createChatHostClient(withTransport(options, make)),
+    createLocalHostClient: (options: PlatformClientOptions<U>): LocalHostClient =>
+      createLocalHostClient(withTransport(options, make)),
+  };
 }

@@ -1,3 +1,4 @@
+import { getOption, hasOption } from "@bufbuild/protobuf";
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { type ErrorInfo, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import {
@@ -5,21 +6,42 @@ import {
   type SuggestionError_NotOpen,
   type SuggestionError_OpenLimit,
   type SuggestionError_WorkspaceMissing,
+  SuggestionErrorCode,
+  SuggestionErrorCodeSchema,
   SuggestionErrorSchema,
   type SuggestTaskRefusal,
   SuggestTaskRefusalSchema,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import { error_code } from "../../gen/oda/suggest/v1/tool_options_pb.js";
 
-/** The reference's failure codes of the list, settle and start RPCs (`SuggestionError.code`). */
-export const SuggestionErrorCode = Object.freeze({
-  NotFound: "task-suggestion/not-found",
-  NotOpen: "task-suggestion/not-open",
-  OpenLimit: "task-suggestion/open-limit",
-  WorkspaceMissing: "task-suggestion/workspace-missing",
-} as const);
+/**
+ * Each failure code's text (`"task-suggestion/not-open"`), read from the `(error_code)` option
+ * of its `SuggestionErrorCode` value in the proto, so that the text is written once, there.
+ */
+const CODE_TEXT: ReadonlyMap<SuggestionErrorCode, string> = /*@__PURE__*/ new Map(
+  SuggestionErrorCodeSchema.values
+    .filter((value) => hasOption(value, error_code))
+    .map((value) => [value.number as SuggestionErrorCode, getOption(value, error_code)]),
+);
 
-/** One of the reference's failure codes, e.g. `"task-suggestion/not-open"`. */
-export type SuggestionErrorCode = (typeof SuggestionErrorCode)[keyof typeof SuggestionErrorCode];
+/**
+ * The reference's text of a failure code, as `SuggestionError.code` carries it on the wire:
+ * `errorCodeText(SuggestionErrorCode.NOT_OPEN)` is `"task-suggestion/not-open"`. The text
+ * comes from the proto's `(error_code)` option; a value that declares none (UNSPECIFIED, or a
+ * value newer than this SDK) answers `""`.
+ */
+export function errorCodeText(code: SuggestionErrorCode): string {
+  return CODE_TEXT.get(code) ?? "";
+}
+
+/**
+ * The `SuggestionErrorCode` whose `(error_code)` text is `text`; UNSPECIFIED for a text the
+ * proto does not declare, so a code newer than this SDK reads as unknown, not as another.
+ */
+export function errorCodeOf(text: string): SuggestionErrorCode {
+  for (const [code, value] of CODE_TEXT) if (value === text) return code;
+  return SuggestionErrorCode.UNSPECIFIED;
+}
 
 /**
  * The base of the SDK's typed errors: a `ConnectError` (code, raw message, metadata and the
@@ -67,13 +89,18 @@ export abstract class SuggestTaskServiceError<P extends object = object> extends
 export abstract class TaskSuggestionError<
   P extends object = object,
 > extends SuggestTaskServiceError<P> {
-  /** The reference's code, e.g. `"task-suggestion/not-open"`. */
-  abstract readonly errorCode: SuggestionErrorCode;
+  /** The failure's code: `SuggestionErrorCode.NOT_OPEN`, ... */
+  abstract readonly suggestionErrorCode: SuggestionErrorCode;
+
+  /** The reference's text of the code, e.g. `"task-suggestion/not-open"` (`errorCodeText`). */
+  get errorCode(): string {
+    return errorCodeText(this.suggestionErrorCode);
+  }
 }
 
 /** `task-suggestion/not-found` (NOT_FOUND): no suggestion with the requested id. */
 export class SuggestionNotFoundError extends TaskSuggestionError<SuggestionError_NotFound> {
-  override readonly errorCode = SuggestionErrorCode.NotFound;
+  override readonly suggestionErrorCode = SuggestionErrorCode.NOT_FOUND;
 }
 
 /**
@@ -81,12 +108,12 @@ export class SuggestionNotFoundError extends TaskSuggestionError<SuggestionError
  * the call; the payload names the state it already has (started, drafted or dismissed).
  */
 export class SuggestionNotOpenError extends TaskSuggestionError<SuggestionError_NotOpen> {
-  override readonly errorCode = SuggestionErrorCode.NotOpen;
+  override readonly suggestionErrorCode = SuggestionErrorCode.NOT_OPEN;
 }
 
 /** `task-suggestion/open-limit` (RESOURCE_EXHAUSTED): a restore would pass the open ceiling. */
 export class SuggestionOpenLimitError extends TaskSuggestionError<SuggestionError_OpenLimit> {
-  override readonly errorCode = SuggestionErrorCode.OpenLimit;
+  override readonly suggestionErrorCode = SuggestionErrorCode.OPEN_LIMIT;
 }
 
 /**
@@ -94,7 +121,7 @@ export class SuggestionOpenLimitError extends TaskSuggestionError<SuggestionErro
  * start a chat, because it belongs to no workspace or runs in a scheduled task's folder.
  */
 export class WorkspaceMissingError extends TaskSuggestionError<SuggestionError_WorkspaceMissing> {
-  override readonly errorCode = SuggestionErrorCode.WorkspaceMissing;
+  override readonly suggestionErrorCode = SuggestionErrorCode.WORKSPACE_MISSING;
 }
 
 /**
@@ -150,22 +177,22 @@ export function toSuggestionError(err: unknown): ConnectError {
     const { payload } = detail;
     switch (payload.case) {
       case "notFound":
-        if (detail.code === SuggestionErrorCode.NotFound) {
+        if (detail.code === errorCodeText(SuggestionErrorCode.NOT_FOUND)) {
           return new SuggestionNotFoundError(error, payload.value);
         }
         break;
       case "notOpen":
-        if (detail.code === SuggestionErrorCode.NotOpen) {
+        if (detail.code === errorCodeText(SuggestionErrorCode.NOT_OPEN)) {
           return new SuggestionNotOpenError(error, payload.value);
         }
         break;
       case "openLimit":
-        if (detail.code === SuggestionErrorCode.OpenLimit) {
+        if (detail.code === errorCodeText(SuggestionErrorCode.OPEN_LIMIT)) {
           return new SuggestionOpenLimitError(error, payload.value);
         }
         break;
       case "workspaceMissing":
-        if (detail.code === SuggestionErrorCode.WorkspaceMissing) {
+        if (detail.code === errorCodeText(SuggestionErrorCode.WORKSPACE_MISSING)) {
           return new WorkspaceMissingError(error, payload.value);
         }
         break;

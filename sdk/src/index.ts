@@ -1,10 +1,14 @@
 /**
  * @oda/suggest-task: a typed client of the suggest-task service and the suggest_task tool
- * for model APIs.
+ * for model APIs. This core entry runs on any runtime connect-es runs on: it imports only
+ * `@connectrpc/connect` and `@bufbuild/protobuf`, and its clients take any `Transport`.
+ * `@oda/suggest-task/node` and `@oda/suggest-task/web` export all of it too, with clients
+ * that also take a `baseUrl` (Node: gRPC over HTTP/2; web: Connect over `fetch`).
  *
  * - Clients: `createSuggestionClient`, `createChatHostClient`, `createLocalHostClient`.
  * - Errors: one class per `task-suggestion/*` code and `SuggestTaskRefusalError`, with a type
- *   guard each and `toSuggestionError` for errors from other clients.
+ *   guard each and `toSuggestionError` for errors from other clients; `errorCodeText` reads
+ *   a `SuggestionErrorCode`'s text from the proto.
  * - The tool: `suggestTaskTool` (JSON Schema read from the proto's options), adapters for
  *   Anthropic, OpenAI and MCP, and `callSuggestTaskTool` for the runtime's side of a call.
  * - Hosts: `chatHostRoutes` to serve `ChatHostService`, `isPersonInstruction`.
@@ -25,16 +29,19 @@ export {
   createLocalHostClient,
   createSuggestionClient,
   type LocalHostClient,
+  type PlatformClientOptions,
+  platformClients,
   type SuggestionClient,
 } from "./clients.js";
 export {
+  errorCodeOf,
+  errorCodeText,
   isSuggestionNotFoundError,
   isSuggestionNotOpenError,
   isSuggestionOpenLimitError,
   isSuggestTaskRefusalError,
   isTaskSuggestionError,
   isWorkspaceMissingError,
-  SuggestionErrorCode,
   SuggestionNotFoundError,
   SuggestionNotOpenError,
   SuggestionOpenLimitError,
@@ -73,11 +80,11 @@ export {
 } from "./tool-declaration.js";
 export {
   bearerToken,
+  type CallerOptions,
   type ClientOptions,
   clientTransport,
   type GivenTransportOptions,
   interceptTransport,
-  type Protocol,
   type TokenSource,
-  type UrlTransportOptions,
+  withTransport,
 } from "./transport.js";

@@ -6,51 +6,33 @@ import {
   type Transport,
 } from "@connectrpc/connect";
 import { runStreamingCall, runUnaryCall } from "@connectrpc/connect/protocol";
-import {
-  createConnectTransport,
-  createGrpcTransport,
-  createGrpcWebTransport,
-} from "@connectrpc/connect-node";
-
-/** The three protocols the service serves on one port. */
-export type Protocol = "grpc" | "connect" | "grpc-web";
 
 /** A bearer token, or a function that answers the current one before each call. */
 export type TokenSource = string | (() => string | Promise<string>);
 
-/** How to reach a server by URL; the SDK builds a Node transport for it. */
-export type UrlTransportOptions = {
-  /** The server's base URL, e.g. `http://127.0.0.1:8080`. */
-  readonly baseUrl: string;
-  readonly transport?: never;
-} & (
-  | {
-      /** gRPC (the default), which runs on HTTP/2 only (h2c for `http:` URLs). */
-      readonly protocol?: "grpc" | undefined;
-      readonly httpVersion?: "2" | undefined;
-    }
-  | {
-      /** Connect or gRPC-Web, over HTTP/2 (the default) or HTTP/1.1. */
-      readonly protocol: Exclude<Protocol, "grpc">;
-      readonly httpVersion?: "1.1" | "2" | undefined;
-    }
-);
-
-/** A transport the caller made (any protocol, any runtime, or `createRouterTransport`). */
-export type GivenTransportOptions = {
-  readonly transport: Transport;
-  readonly baseUrl?: never;
-  readonly protocol?: never;
-  readonly httpVersion?: never;
-};
-
-/** What every client of the SDK takes: where the server is, and what each call carries. */
-export type ClientOptions = (UrlTransportOptions | GivenTransportOptions) & {
+/** What every client of the SDK takes beside the transport: what each call carries. */
+export interface CallerOptions {
   /** Sent as `authorization: Bearer <token>` on every call. */
   readonly token?: TokenSource | undefined;
   /** More interceptors, run after the SDK's own (outermost first). */
   readonly interceptors?: readonly Interceptor[] | undefined;
+}
+
+/**
+ * A transport the caller made: any protocol on any runtime (`@connectrpc/connect-node`,
+ * `@connectrpc/connect-web`, a fetch of an edge runtime, or `createRouterTransport`).
+ */
+export type GivenTransportOptions = {
+  readonly transport: Transport;
+  readonly baseUrl?: never;
 };
+
+/**
+ * What the core's clients take: a transport and what each call carries. The entries
+ * `@oda/suggest-task/node` and `@oda/suggest-task/web` also take a `baseUrl` and make the
+ * platform's transport for it.
+ */
+export type ClientOptions = GivenTransportOptions & CallerOptions;
 
 /**
  * An interceptor that sets `authorization: Bearer <token>` on every request. A function
@@ -113,36 +95,33 @@ export function interceptTransport(
 }
 
 /**
- * The transport a client of the SDK calls through: for `baseUrl`, a Node transport of the
- * chosen protocol (`@connectrpc/connect-node`) with `interceptors` installed; for a given
- * `transport`, that transport wrapped with them (`interceptTransport`). Either way the
- * interceptors are `sdkInterceptors`, then a bearer token when `token` is set, then the
- * caller's own.
+ * The transport a client of the SDK calls through: the given `transport` wrapped
+ * (`interceptTransport`) with `sdkInterceptors`, then a bearer token when `token` is set,
+ * then the caller's own interceptors.
  */
 export function clientTransport(
   options: ClientOptions,
   sdkInterceptors: readonly Interceptor[] = [],
 ): Transport {
-  const interceptors = [
+  return interceptTransport(options.transport, [
     ...sdkInterceptors,
     ...(options.token === undefined ? [] : [bearerToken(options.token)]),
     ...(options.interceptors ?? []),
-  ];
-  if (options.transport !== undefined) {
-    return interceptTransport(options.transport, interceptors);
-  }
-  const { baseUrl } = options;
-  if (options.protocol === "connect") {
-    return options.httpVersion === "1.1"
-      ? createConnectTransport({ baseUrl, interceptors, httpVersion: "1.1" })
-      : createConnectTransport({ baseUrl, interceptors, httpVersion: "2" });
-  }
-  if (options.protocol === "grpc-web") {
-    return options.httpVersion === "1.1"
-      ? createGrpcWebTransport({ baseUrl, interceptors, httpVersion: "1.1" })
-      : createGrpcWebTransport({ baseUrl, interceptors, httpVersion: "2" });
-  }
-  return createGrpcTransport({ baseUrl, interceptors });
+  ]);
+}
+
+/**
+ * The core's options for the options of a platform entry: a given `transport` passes
+ * through, a `baseUrl` becomes the transport `make` builds for it. The entries
+ * (node.ts, web.ts) share this, so they differ only in how a URL becomes a transport.
+ */
+export function withTransport<U extends { readonly baseUrl: string; readonly transport?: never }>(
+  options: (U & CallerOptions) | ClientOptions,
+  make: (options: U) => Transport,
+): ClientOptions {
+  if (options.transport !== undefined) return options;
+  const { token, interceptors, ...url } = options;
+  return { transport: make(url as unknown as U), token, interceptors };
 }
 
 /** What a unary and a streaming request of the wrapper have in common. */

@@ -22,7 +22,7 @@ import {
   SessionSchema,
   SuggestionState,
   SuggestTaskRefusalError,
-} from "../../sdk/src/index.js";
+} from "../../sdk/src/node.js";
 import { uniqueId } from "../support/harness.js";
 import { useTestServer } from "../support/server-fixture.js";
 

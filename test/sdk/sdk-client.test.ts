@@ -12,16 +12,19 @@ import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-nod
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import {
   AgentRole,
-  type ClientOptions,
+  type CallerOptions,
   createChatHostClient,
   createLocalHostClient,
   createSuggestionClient,
+  errorCodeOf,
+  errorCodeText,
   isSuggestionNotFoundError,
   isSuggestionNotOpenError,
   isSuggestionOpenLimitError,
   isSuggestTaskRefusalError,
   isTaskSuggestionError,
   isWorkspaceMissingError,
+  type NodeTransportOptions,
   RefusalReason,
   type SuggestionClient,
   SuggestionErrorCode,
@@ -37,20 +40,58 @@ import {
   toSuggestionError,
   WorkspaceMissingError,
   WorkspaceMissingReason,
-} from "../../sdk/src/index.js";
-import { SuggestionErrorCode as ServerSuggestionErrorCode } from "../../server/domain/failures.js";
+} from "../../sdk/src/node.js";
+import * as web from "../../sdk/src/web.js";
 import { refusalError, suggestionError } from "../../server/rpc/errors.js";
 import { createOnePortServer } from "../../server/transport/one-port.js";
 import { uniqueId } from "../support/harness.js";
 import { useTestServer } from "../support/server-fixture.js";
 
-/** The URL options of each protocol and HTTP version the service serves on its one port. */
-const PROTOCOLS = [
-  ["gRPC over h2c", { protocol: "grpc" }],
-  ["Connect over HTTP/1.1", { protocol: "connect", httpVersion: "1.1" }],
-  ["Connect over h2c", { protocol: "connect", httpVersion: "2" }],
-  ["gRPC-Web over HTTP/1.1", { protocol: "grpc-web", httpVersion: "1.1" }],
-  ["gRPC-Web over h2c", { protocol: "grpc-web", httpVersion: "2" }],
+/** The SDK's three clients for one server, made by one platform entry's factories. */
+type Clients = {
+  suggestion: SuggestionClient;
+  chatHost: ReturnType<typeof createChatHostClient>;
+  localHost: ReturnType<typeof createLocalHostClient>;
+};
+
+/** Clients of the Node entry (`@oda/suggest-task/node`): connect-node transports. */
+function viaNode(protocol: Omit<NodeTransportOptions, "baseUrl">) {
+  return (baseUrl: string, caller: CallerOptions = {}): Clients => {
+    const options = { baseUrl, ...protocol, ...caller } as NodeTransportOptions & CallerOptions;
+    return {
+      suggestion: createSuggestionClient(options),
+      chatHost: createChatHostClient(options),
+      localHost: createLocalHostClient(options),
+    };
+  };
+}
+
+/** Clients of the web entry (`@oda/suggest-task/web`): connect-web over Node's own fetch. */
+function viaFetch(protocol: Omit<web.WebTransportOptions, "baseUrl">) {
+  return (baseUrl: string, caller: CallerOptions = {}): Clients => {
+    const options = { baseUrl, ...protocol, ...caller };
+    return {
+      suggestion: web.createSuggestionClient(options),
+      chatHost: web.createChatHostClient(options),
+      localHost: web.createLocalHostClient(options),
+    };
+  };
+}
+
+/**
+ * Every transport the suite runs through: each protocol and HTTP version the service serves
+ * on its one port through the Node entry, and Connect and gRPC-Web over `fetch` through the
+ * web entry (the transport a browser or an edge runtime uses).
+ */
+const TRANSPORTS = [
+  ["Node: gRPC over h2c", viaNode({ protocol: "grpc" })],
+  ["Node: Connect over HTTP/1.1", viaNode({ protocol: "connect", httpVersion: "1.1" })],
+  ["Node: Connect over h2c", viaNode({ protocol: "connect", httpVersion: "2" })],
+  ["Node: gRPC-Web over HTTP/1.1", viaNode({ protocol: "grpc-web", httpVersion: "1.1" })],
+  ["Node: gRPC-Web over h2c", viaNode({ protocol: "grpc-web", httpVersion: "2" })],
+  ["fetch: Connect (JSON)", viaFetch({})],
+  ["fetch: Connect (binary)", viaFetch({ useBinaryFormat: true })],
+  ["fetch: gRPC-Web", viaFetch({ protocol: "grpc-web" })],
 ] as const;
 
 /** A Connect server on one real port (h2c and HTTP/1.1) serving `routes`; for fakes. */
@@ -81,14 +122,11 @@ async function serve(routes: (router: ConnectRouter) => void) {
 describe("createSuggestionClient against the real server", () => {
   const t = useTestServer();
 
-  test.each(PROTOCOLS)("%s: offers, and a refusal is a typed error", async (_name, protocol) => {
-    const options = { baseUrl: t.server.url, ...protocol } as ClientOptions;
-    const client = createSuggestionClient(options);
+  test.each(TRANSPORTS)("%s: offers, and a refusal is a typed error", async (_name, clients) => {
+    const { suggestion: client, localHost, chatHost } = clients(t.server.url);
     const sessionId = uniqueId("sdk-proto");
-    await createLocalHostClient(options).putSession({
-      session: { sessionId, workspaceId: "ws-1" },
-    });
-    const { session } = await createChatHostClient(options).getSession({ sessionId });
+    await localHost.putSession({ session: { sessionId, workspaceId: "ws-1" } });
+    const { session } = await chatHost.getSession({ sessionId });
     expect(session?.workspaceId).toBe("ws-1");
 
     const res = await client.suggestTask({
@@ -116,16 +154,18 @@ describe("createSuggestionClient against the real server", () => {
     expect(err.errorInfo).toMatchObject({ domain: "suggest_task", reason: "TURN_LIMIT" });
   });
 
-  test("an error without the service's details stays a plain ConnectError", async () => {
-    const client = createSuggestionClient({ baseUrl: t.server.url });
-    const err = await client
-      .listSuggestions({ sessionId: "no spaces allowed" })
-      .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ConnectError);
-    expect(err).not.toBeInstanceOf(SuggestTaskServiceError);
-    expect(err).not.toBeInstanceOf(SuggestionNotFoundError);
-    expect(err).toMatchObject({ code: Code.InvalidArgument });
-  });
+  test.each(TRANSPORTS)(
+    "%s: an error without details stays a plain ConnectError",
+    async (_n, clients) => {
+      const err = await clients(t.server.url)
+        .suggestion.listSuggestions({ sessionId: "no spaces allowed" })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ConnectError);
+      expect(err).not.toBeInstanceOf(SuggestTaskServiceError);
+      expect(err).not.toBeInstanceOf(SuggestionNotFoundError);
+      expect(err).toMatchObject({ code: Code.InvalidArgument });
+    },
+  );
 
   test("the chat host client answers NOT_FOUND as a plain ConnectError", async () => {
     const err = await createChatHostClient({ baseUrl: t.server.url })
@@ -152,10 +192,9 @@ describe("the bearer token", () => {
   });
   afterAll(() => fake.close());
 
-  test.each(PROTOCOLS)("%s: sent as authorization: Bearer <token>", async (_name, protocol) => {
+  test.each(TRANSPORTS)("%s: sent as authorization: Bearer <token>", async (_name, clients) => {
     seen.length = 0;
-    const options = { baseUrl: fake.url, ...protocol, token: "s3cret" } as ClientOptions;
-    await createSuggestionClient(options).listSuggestions({ sessionId: "s" });
+    await clients(fake.url, { token: "s3cret" }).suggestion.listSuggestions({ sessionId: "s" });
     expect(seen).toEqual(["Bearer s3cret"]);
   });
 
@@ -248,6 +287,7 @@ async function expectTypedErrors(client: SuggestionClient): Promise<void> {
     code: Code.NotFound,
     rawMessage: 'no suggestion "x1"',
     errorCode: "task-suggestion/not-found",
+    suggestionErrorCode: SuggestionErrorCode.NOT_FOUND,
     payload: { suggestionId: "x1" },
     errorInfo: { domain: "task-suggestion", reason: "NOT_FOUND", metadata: { suggestionId: "x1" } },
   });
@@ -258,6 +298,7 @@ async function expectTypedErrors(client: SuggestionClient): Promise<void> {
     code: Code.FailedPrecondition,
     rawMessage: 'suggestion "x1" is dismissed',
     errorCode: "task-suggestion/not-open",
+    suggestionErrorCode: SuggestionErrorCode.NOT_OPEN,
     payload: { suggestionId: "x1", state: SuggestionState.DISMISSED },
   });
 
@@ -267,6 +308,7 @@ async function expectTypedErrors(client: SuggestionClient): Promise<void> {
     code: Code.ResourceExhausted,
     rawMessage: "3 suggestions are already open",
     errorCode: "task-suggestion/open-limit",
+    suggestionErrorCode: SuggestionErrorCode.OPEN_LIMIT,
     payload: { limit: 3 },
   });
 
@@ -276,6 +318,7 @@ async function expectTypedErrors(client: SuggestionClient): Promise<void> {
     code: Code.FailedPrecondition,
     rawMessage: `session "s1" runs in a scheduled task's folder`,
     errorCode: "task-suggestion/workspace-missing",
+    suggestionErrorCode: SuggestionErrorCode.WORKSPACE_MISSING,
     payload: { sessionId: "s1", reason: WorkspaceMissingReason.SCHEDULED_TASK_FOLDER },
   });
 
@@ -320,18 +363,25 @@ describe("typed errors, one class per failure", () => {
   });
   afterAll(() => fake.close());
 
-  test("the SDK's codes are the service's", () => {
-    expect(SuggestionErrorCode).toEqual(ServerSuggestionErrorCode);
+  test("each failure code's text is read from the proto's (error_code) option", () => {
+    const texts = [
+      [SuggestionErrorCode.NOT_FOUND, "task-suggestion/not-found"],
+      [SuggestionErrorCode.NOT_OPEN, "task-suggestion/not-open"],
+      [SuggestionErrorCode.OPEN_LIMIT, "task-suggestion/open-limit"],
+      [SuggestionErrorCode.WORKSPACE_MISSING, "task-suggestion/workspace-missing"],
+    ] as const;
+    for (const [code, text] of texts) {
+      expect(errorCodeText(code)).toBe(text);
+      expect(errorCodeOf(text)).toBe(code);
+    }
+    expect(errorCodeText(SuggestionErrorCode.UNSPECIFIED)).toBe("");
+    expect(errorCodeText(99 as SuggestionErrorCode)).toBe("");
+    expect(errorCodeOf("task-suggestion/unheard-of")).toBe(SuggestionErrorCode.UNSPECIFIED);
   });
 
-  test.each(PROTOCOLS)(
-    "%s: each failure is its class with its payload",
-    async (_name, protocol) => {
-      await expectTypedErrors(
-        createSuggestionClient({ baseUrl: fake.url, ...protocol } as ClientOptions),
-      );
-    },
-  );
+  test.each(TRANSPORTS)("%s: each failure is its class with its payload", async (_n, clients) => {
+    await expectTypedErrors(clients(fake.url).suggestion);
+  });
 
   test("a given transport (in process) throws the same classes", async () => {
     const transport = createRouterTransport((router) => router.service(SuggestionService, failing));

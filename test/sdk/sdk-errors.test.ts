@@ -16,7 +16,7 @@ import {
   SuggestionState,
   SuggestTaskRefusalError,
   WorkspaceMissingReason,
-} from "../../sdk/src/index.js";
+} from "../../sdk/src/node.js";
 import { uniqueId } from "../support/harness.js";
 import { useTestServer } from "../support/server-fixture.js";
 

@@ -1,0 +1,45 @@
+import { existsSync } from "node:fs";
+import { type BrowserContext, chromium } from "playwright-core";
+import { tempDir } from "./harness.js";
+
+/** Debian's `chromium` package; the tests never download a browser. */
+export const CHROMIUM = "/usr/bin/chromium";
+
+/** Why the browser tests are skipped, or undefined when Chromium is installed. */
+export const browserSkipReason: string | undefined = existsSync(CHROMIUM)
+  ? undefined
+  : `${CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium), as .ci/run does`;
+
+/** Headless, and nothing that reaches the network by itself (updates, sync, QUIC probes). */
+const ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+/** A headless Chromium with a fresh profile folder; `close` ends it and removes the folder. */
+export async function launchChromium(): Promise<{
+  context: BrowserContext;
+  close: () => Promise<void>;
+}> {
+  const profile = tempDir("chromium");
+  // launchPersistentContext passes the folder as --user-data-dir: a fresh profile each run.
+  const context = await chromium.launchPersistentContext(profile.dir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ARGS,
+    viewport: { width: 1024, height: 768 },
+  });
+  return {
+    context,
+    close: async () => {
+      await context.close();
+      profile.remove();
+    },
+  };
+}
