@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import {
+  Settler,
   type Suggestion,
   SuggestionSchema,
   SuggestionState,
@@ -28,8 +29,17 @@ const OUTCOMES: Readonly<Record<string, SuggestionState>> = {
   dismissed: SuggestionState.DISMISSED,
 };
 
+/**
+ * Who made a `settled` record: `by` `agent` is the offering agent's (withdraw_suggestion);
+ * anything else, and no `by` at all (records written before the field existed), is the
+ * person's.
+ */
+export function settlerOf(record: LogRecord): Settler {
+  return record.fields.by === "agent" ? Settler.AGENT : Settler.PERSON;
+}
+
 /** The time of a record: its `time` field in ms, else the ms part of its stream id. */
-function recordTime(record: LogRecord) {
+export function recordTime(record: LogRecord) {
   const raw = record.fields.time;
   const time = raw === undefined || raw.trim() === "" ? Number.NaN : Number(raw);
   const ms = Number.isSafeInteger(time) ? time : Number(record.entryId.split("-")[0]);
@@ -58,19 +68,27 @@ export function offeredSuggestion(sessionId: string, record: LogRecord): Suggest
 /**
  * Applies a `settled` record to its offer when the outcome fits: started, drafted and
  * dismissed fit an open offer, restored fits a dismissed one; anything else changes
- * nothing. The one place where a settlement changes a `Suggestion`.
+ * nothing. Answers whether it fitted (the fold accepted it). The one place where a
+ * settlement changes a `Suggestion`; the suggestion it leaves depends on the offer and
+ * this record only, which ListSettlements relies on (server/domain/settlements.ts).
  */
-function applySettlement(offer: Suggestion, record: LogRecord): void {
+export function applySettlement(offer: Suggestion, record: LogRecord): boolean {
   const outcome = record.fields.outcome ?? "";
   const settledAs = OUTCOMES[outcome];
   if (settledAs !== undefined && offer.state === SuggestionState.OPEN) {
     offer.state = settledAs;
     offer.chatId = settledAs === SuggestionState.STARTED ? (record.fields.chat ?? "") : "";
     offer.settledAt = recordTime(record);
-  } else if (outcome === "restored" && offer.state === SuggestionState.DISMISSED) {
+    offer.settledBy = settlerOf(record);
+    return true;
+  }
+  if (outcome === "restored" && offer.state === SuggestionState.DISMISSED) {
     offer.state = SuggestionState.OPEN;
     offer.settledAt = undefined;
+    offer.settledBy = Settler.UNSPECIFIED;
+    return true;
   }
+  return false;
 }
 
 /** Splits offers (in offer order) into the two lists. */
@@ -93,7 +111,8 @@ function listsOf(byId: Map<string, Suggestion>): SuggestionLists {
  *   ignored;
  * - a `settled` record changes its offer only when the outcome fits: started, drafted
  *   and dismissed fit an open offer, restored fits a dismissed one; a settlement that
- *   names no offer, or does not fit, changes nothing;
+ *   names no offer, or does not fit, changes nothing; its `by` says who settled it
+ *   (`agent`, else the person's, also when absent);
  * - the character limits are not checked, so a log written under older limits opens;
  * - records of other kinds are skipped, so the stream can be shared with other writers.
  */

@@ -1,3 +1,4 @@
+import { WithdrawSuggestionArgsSchema } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import {
   readToolDeclaration,
   suggestTaskDeclaration,
@@ -24,3 +25,6 @@ export const toolSpecOf: (message: Parameters<typeof readToolDeclaration>[0]) =>
 
 /** The suggest_task tool as declared on `SuggestTaskArgs`. */
 export const suggestTaskTool: ToolSpec = suggestTaskDeclaration;
+
+/** The withdraw_suggestion tool as declared on `WithdrawSuggestionArgs`. */
+export const withdrawSuggestionTool: ToolSpec = readToolDeclaration(WithdrawSuggestionArgsSchema);

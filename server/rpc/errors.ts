@@ -22,6 +22,12 @@ export const SUGGESTION_ERROR_DOMAIN = "task-suggestion";
 /** The ErrorInfo domain of the tool's refusals. */
 export const REFUSAL_DOMAIN = "suggest_task";
 
+/**
+ * The tools whose refusals carry a `SuggestTaskRefusal`; each is also the ErrorInfo
+ * domain and the prefix of its refusal texts (design.md).
+ */
+export type RefusingTool = typeof REFUSAL_DOMAIN | "withdraw_suggestion";
+
 /** The reference's success line for a recorded offer. */
 export function successLine(title: string): string {
   return `Suggested "${title}". The user decides whether to start it; do not start it yourself.`;
@@ -56,26 +62,37 @@ export type Refusal =
         | RefusalReason.TURN_LIMIT;
     }
   | { reason: RefusalReason.FIELD_EMPTY; field: string; limit: number }
-  | { reason: RefusalReason.FIELD_TOO_LONG; field: string; limit: number; got: number };
+  | { reason: RefusalReason.FIELD_TOO_LONG; field: string; limit: number; got: number }
+  /** withdraw_suggestion only: no open offer of the chat has the (trimmed) title. */
+  | { reason: RefusalReason.NO_OPEN_OFFER; title: string };
 
 /** The quota limits of the tool, as the reference states them. */
 export const LIFETIME_LIMIT = 10;
 export const OPEN_LIMIT = 3;
 export const TURN_LIMIT = 1;
 
-/** The reference's text, the gRPC code and the detail values of each refusal. */
-function describeRefusal(r: Refusal): { message: string; code: Code; limit: number } {
+/**
+ * The reference's text, the gRPC code and the detail values of each refusal. The texts
+ * both tools share differ only by the tool's name; the helper refusal has its own text
+ * per tool.
+ */
+function describeRefusal(
+  r: Refusal,
+  tool: RefusingTool,
+): { message: string; code: Code; limit: number } {
   switch (r.reason) {
     case RefusalReason.NOT_TOP_LEVEL:
       return {
         message:
-          "suggest_task is only for the top-level agent; report the follow-up in your result instead.",
+          tool === "withdraw_suggestion"
+            ? "withdraw_suggestion is only for the top-level agent."
+            : "suggest_task is only for the top-level agent; report the follow-up in your result instead.",
         code: Code.PermissionDenied,
         limit: 0,
       };
     case RefusalReason.NO_SESSION:
       return {
-        message: "suggest_task requires an owning agent session",
+        message: `${tool} requires an owning agent session`,
         code: Code.FailedPrecondition,
         limit: 0,
       };
@@ -88,7 +105,7 @@ function describeRefusal(r: Refusal): { message: string; code: Code; limit: numb
       };
     case RefusalReason.NO_OPEN_TURN:
       return {
-        message: "suggest_task: requires an open model turn",
+        message: `${tool}: requires an open model turn`,
         code: Code.FailedPrecondition,
         limit: 0,
       };
@@ -112,26 +129,33 @@ function describeRefusal(r: Refusal): { message: string; code: Code; limit: numb
       };
     case RefusalReason.FIELD_EMPTY:
       return {
-        message: `suggest_task: ${r.field} must not be empty`,
+        message: `${tool}: ${r.field} must not be empty`,
         code: Code.InvalidArgument,
         limit: r.limit,
       };
     case RefusalReason.FIELD_TOO_LONG:
       return {
-        message: `suggest_task: ${r.field} must be at most ${r.limit} characters (got ${r.got})`,
+        message: `${tool}: ${r.field} must be at most ${r.limit} characters (got ${r.got})`,
         code: Code.InvalidArgument,
         limit: r.limit,
+      };
+    case RefusalReason.NO_OPEN_OFFER:
+      return {
+        message: `${tool}: no open suggestion is titled "${r.title}"`,
+        code: Code.NotFound,
+        limit: 0,
       };
   }
 }
 
 /**
- * The error a refused suggest_task call answers with: the reference's exact text as the
+ * The error a refused tool call answers with: the reference's exact text as the
  * message (the model sees it), the design's gRPC code, a `SuggestTaskRefusal` and an
- * `ErrorInfo` (domain `suggest_task`, reason the enum's name without its prefix).
+ * `ErrorInfo` (domain the tool's name, `suggest_task` or `withdraw_suggestion`, reason
+ * the enum's name without its prefix).
  */
-export function refusalError(r: Refusal): ConnectError {
-  const { message, code, limit } = describeRefusal(r);
+export function refusalError(r: Refusal, tool: RefusingTool = REFUSAL_DOMAIN): ConnectError {
+  const { message, code, limit } = describeRefusal(r, tool);
   const field = "field" in r ? r.field : "";
   const got = "got" in r ? r.got : 0;
   const metadata: Record<string, string> = {};
@@ -142,7 +166,7 @@ export function refusalError(r: Refusal): ConnectError {
     { desc: SuggestTaskRefusalSchema, value: { reason: r.reason, field, limit, got } },
     {
       desc: ErrorInfoSchema,
-      value: { domain: REFUSAL_DOMAIN, reason: RefusalReason[r.reason], metadata },
+      value: { domain: tool, reason: RefusalReason[r.reason], metadata },
     },
   ]);
 }

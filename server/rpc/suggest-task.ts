@@ -14,6 +14,7 @@ import {
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { checkOptionalId, checkRuntimeId } from "../domain/ids.js";
 import { suggestTaskTool, type ToolSpec } from "../domain/tool-declaration.js";
+import { checkToolFields, codePoints as countCodePoints } from "../domain/tool-fields.js";
 import type { ChatHost } from "../host/chat-host.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import { dependencyError, type Refusal, refusalError, successLine } from "./errors.js";
@@ -34,11 +35,7 @@ export interface TrimmedArgs {
 }
 
 /** Unicode code points of a string: an emoji counts 1. */
-export function codePoints(value: string): number {
-  let n = 0;
-  for (const _ of value) n++;
-  return n;
-}
+export const codePoints: (value: string) => number = countCodePoints;
 
 /**
  * Trims the arguments (JavaScript `trim`) and checks them in declaration order
@@ -54,32 +51,7 @@ export function checkArgs(
     tldr: (args?.tldr ?? "").trim(),
     brief: (args?.brief ?? "").trim(),
   };
-  for (const field of spec.fields) {
-    const value = trimmed[field.name as keyof TrimmedArgs];
-    if (value === "") {
-      return {
-        trimmed,
-        refusal: {
-          reason: RefusalReason.FIELD_EMPTY,
-          field: field.name,
-          limit: field.maxCodePoints,
-        },
-      };
-    }
-    const got = codePoints(value);
-    if (got > field.maxCodePoints) {
-      return {
-        trimmed,
-        refusal: {
-          reason: RefusalReason.FIELD_TOO_LONG,
-          field: field.name,
-          limit: field.maxCodePoints,
-          got,
-        },
-      };
-    }
-  }
-  return { trimmed, refusal: undefined };
+  return { trimmed, refusal: checkToolFields(trimmed, spec) };
 }
 
 const KNOWN_ROLES: ReadonlySet<AgentRole> = new Set([
@@ -157,8 +129,11 @@ export async function suggestTask(
   }
 }
 
-/** The host's session, or undefined when it knows none (NOT_FOUND). */
-async function findSession(host: ChatHost, sessionId: string) {
+/**
+ * The host's session, or undefined when it knows none (NOT_FOUND); any other failure of
+ * the host is UNAVAILABLE. Shared by the tools' owning-session check.
+ */
+export async function findSession(host: ChatHost, sessionId: string) {
   try {
     const { session } = await host.getSession({ sessionId });
     return session;
