@@ -1,7 +1,7 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import { Settler, SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
 import { createRedisClient } from "../../server/redis/redis-client.js";
 import type { SuggestServer } from "../../server/server.js";
@@ -57,11 +57,23 @@ describe("draft", () => {
     const { sessionId, offers } = await session(1);
     const id = offers[0] as string;
     const { suggestion } = await clients.suggestions.draftSuggestion(req(sessionId, id));
-    expect(suggestion).toMatchObject({ id, sessionId, state: SuggestionState.DRAFTED, chatId: "" });
+    expect(suggestion).toMatchObject({
+      id,
+      sessionId,
+      state: SuggestionState.DRAFTED,
+      chatId: "",
+      settledBy: Settler.PERSON,
+    });
     expect(suggestion?.settledAt).toBeDefined();
     const log = await logRecords(redis, sessionId);
     expect(log).toHaveLength(2);
-    expect(log[1]).toEqual({ type: "settled", id, outcome: "drafted", time: expect.any(String) });
+    expect(log[1]).toEqual({
+      type: "settled",
+      id,
+      outcome: "drafted",
+      by: "person",
+      time: expect.any(String),
+    });
     expect(suggestion?.settledAt && timestampMs(suggestion.settledAt)).toBe(Number(log[1]?.time));
 
     const again = await clients.suggestions.draftSuggestion(req(sessionId, id));
@@ -103,6 +115,9 @@ describe("dismiss and restore", () => {
     expect(restored?.settledAt).toBeUndefined();
     const log = await logRecords(redis, sessionId);
     expect(log.map((r) => r.outcome ?? r.type)).toEqual(["offered", "dismissed", "restored"]);
+    expect(log.map((r) => r.by)).toEqual([undefined, "person", "person"]);
+    expect(dismissed?.settledBy).toBe(Settler.PERSON);
+    expect(restored?.settledBy).toBe(Settler.UNSPECIFIED);
 
     const restoredAgain = await clients.suggestions.restoreSuggestion(req(sessionId, id));
     expect(restoredAgain.suggestion).toEqual(restored);

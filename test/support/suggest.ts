@@ -91,6 +91,8 @@ export function expectRefusal(
     field?: string;
     limit?: number;
     got?: number;
+    /** The ErrorInfo domain: the tool's name; suggest_task unless told. */
+    domain?: string;
   },
 ): void {
   const field = expected.field ?? "";
@@ -104,7 +106,7 @@ export function expectRefusal(
   if (limit !== 0) metadata.limit = String(limit);
   if (got !== 0) metadata.got = String(got);
   expect(actual.info).toMatchObject({
-    domain: "suggest_task",
+    domain: expected.domain ?? "suggest_task",
     reason: RefusalReason[expected.reason],
     metadata,
   });
