@@ -2,8 +2,7 @@ import { defineConfig } from "vitest/config";
 
 /**
  * `npm run test:cluster`: the suites of the tools, the lists, settlements, report-back and
- * Start, run
- * unchanged against a 3-primary Redis Cluster (test/support/global-setup-cluster.ts),
+ * Start, run unchanged against a 3-primary Redis Cluster (test/support/global-setup-cluster.ts),
  * plus the tests that only make sense there (test/cluster/). Suites that need one Redis
  * of their own (they kill it, or count its commands) keep it and run in `npm test` only.
  */
