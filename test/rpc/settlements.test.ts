@@ -11,12 +11,11 @@ import type { SuggestServer } from "../../server/server.js";
 import {
   type Clients,
   grpcClients,
-  putSession,
   redisClient,
   startTestServer,
   uniqueId,
 } from "../support/harness.js";
-import { appendRaw, failureOf, logRecords, offerOne } from "../support/lists.js";
+import { appendRaw, failureOf, logRecords, offerOne, sessionWithOffers } from "../support/lists.js";
 import { NOTE, SettlementReader } from "../support/settlements.js";
 import { withdraw } from "../support/withdraw.js";
 
@@ -34,13 +33,7 @@ afterAll(async () => {
   await Promise.all(servers.map((s) => s.close()));
 });
 
-async function session(...titles: string[]) {
-  const sessionId = uniqueId();
-  await putSession(clients, { sessionId });
-  const ids: string[] = [];
-  for (const title of titles) ids.push((await offerOne(clients, sessionId, title)).id);
-  return { sessionId, ids };
-}
+const session = (...titles: string[]) => sessionWithOffers(clients, ...titles);
 
 describe("ListSettlements and the notes", () => {
   test("a start, a dismissal, a draft, a restore and a withdrawal, asked with each cursor in turn", async () => {

@@ -7,13 +7,14 @@ import {
   SuggestionState,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
-import { type Clients, putSession, uniqueId, useTestServer } from "../support/harness.js";
+import { type Clients, uniqueId, useTestServer } from "../support/harness.js";
 import {
   expectNotOpen,
   expectOpenLimit,
   failureOf,
   logRecords,
   offerOne,
+  sessionWithOffers,
   watch,
 } from "../support/lists.js";
 import { expectRefusal, refusalOf } from "../support/suggest.js";
@@ -26,13 +27,7 @@ useTestServer((e) => {
 });
 
 /** A session on the host with offers of the given titles, in order; answers their ids. */
-async function session(...titles: string[]) {
-  const sessionId = uniqueId();
-  await putSession(clients, { sessionId });
-  const ids: string[] = [];
-  for (const title of titles) ids.push((await offerOne(clients, sessionId, title)).id);
-  return { sessionId, ids };
-}
+const session = (...titles: string[]) => sessionWithOffers(clients, ...titles);
 
 const get = async (sessionId: string, suggestionId: string) =>
   (await clients.suggestions.getSuggestion({ sessionId, suggestionId })).suggestion;

@@ -11,7 +11,7 @@ import {
 import type { WatchSuggestionsResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
 import { sessionKeys } from "../../server/store/keys.js";
-import { type Clients, connectErrorOf } from "./harness.js";
+import { type Clients, connectErrorOf, putSession, uniqueId } from "./harness.js";
 
 let turns = 0;
 
@@ -24,6 +24,18 @@ export async function offerOne(clients: Clients, sessionId: string, title = "Fol
   });
   if (res.suggestion === undefined) throw new Error("SuggestTask answered no suggestion");
   return res.suggestion;
+}
+
+/**
+ * A new session on the embedded host (a normal folder in a workspace) with one offer of
+ * each title, in order, each on a turn of its own; answers the session and the offer ids.
+ */
+export async function sessionWithOffers(clients: Clients, ...titles: string[]) {
+  const sessionId = uniqueId();
+  await putSession(clients, { sessionId });
+  const ids: string[] = [];
+  for (const title of titles) ids.push((await offerOne(clients, sessionId, title)).id);
+  return { sessionId, ids };
 }
 
 /** Ids of a list, in order. */
