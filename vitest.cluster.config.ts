@@ -17,6 +17,7 @@ export default defineConfig({
       "test/store/list-read.test.ts",
       "test/rpc/settle.test.ts",
       "test/rpc/withdraw.test.ts",
+      "test/rpc/withdraw-rules.test.ts",
       "test/rpc/settlements.test.ts",
       "test/store/settlements-read.test.ts",
       "test/store/legacy-log.test.ts",

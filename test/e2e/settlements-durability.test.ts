@@ -87,3 +87,25 @@ test("notes asked with each cursor miss and repeat nothing across two service pr
   expect(notes.at(-1)).toBe(NOTE.withdrawn(title));
   expect(notes).toHaveLength(all.settlements.length);
 });
+
+test("a retried withdraw_suggestion call answers the first result after kill -9 of the service and of Redis", async () => {
+  const redisServer = await ownRedis();
+  cleanups.push(redisServer.remove);
+  const first = await spawnService(redisServer.url);
+  const firstClients = grpcClients(first.url);
+  const sessionId = uniqueId();
+  await putSession(firstClients, { sessionId });
+  await offerOne(firstClients, sessionId, "Stale");
+  const call = { sessionId, title: "Stale", turnId: "t9", toolCallId: "toolu_w" };
+  const answer = await withdraw(firstClients, call);
+  await Promise.all([first.kill("SIGKILL"), redisServer.kill()]);
+
+  const restarted = await startRedisServer({ dir: redisServer.dir, port: redisServer.port });
+  cleanups.push(() => restarted.stop());
+  const second = await spawnService(restarted.url);
+  cleanups.push(() => second.kill("SIGTERM"));
+  const secondClients = grpcClients(second.url);
+  expect(await withdraw(secondClients, call)).toEqual(answer);
+  const { settlements } = await secondClients.suggestions.listSettlements({ sessionId, after: "" });
+  expect(settlements.map((s) => s.cursor)).toHaveLength(1);
+});
