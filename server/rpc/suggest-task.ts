@@ -14,7 +14,7 @@ import {
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { checkOptionalId, checkRuntimeId } from "../domain/ids.js";
 import { suggestTaskTool, type ToolSpec } from "../domain/tool-declaration.js";
-import { checkToolFields, codePoints as countCodePoints } from "../domain/tool-fields.js";
+import { checkToolFields } from "../domain/tool-fields.js";
 import type { ChatHost } from "../host/chat-host.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import { dependencyError, type Refusal, refusalError, successLine } from "./errors.js";
@@ -34,8 +34,8 @@ export interface TrimmedArgs {
   readonly brief: string;
 }
 
-/** Unicode code points of a string: an emoji counts 1. */
-export const codePoints: (value: string) => number = countCodePoints;
+// The code-point count of the field rule, where callers of checkArgs have found it.
+export { codePoints } from "../domain/tool-fields.js";
 
 /**
  * Trims the arguments (JavaScript `trim`) and checks them in declaration order
