@@ -27,4 +27,4 @@ export const toolSpecOf: (message: Parameters<typeof readToolDeclaration>[0]) =>
 export const suggestTaskTool: ToolSpec = suggestTaskDeclaration;
 
 /** The withdraw_suggestion tool as declared on `WithdrawSuggestionArgs`. */
-export const withdrawSuggestionTool: ToolSpec = readToolDeclaration(WithdrawSuggestionArgsSchema);
+export const withdrawSuggestionTool: ToolSpec = toolSpecOf(WithdrawSuggestionArgsSchema);
