@@ -1,8 +1,8 @@
 import { defineConfig } from "vitest/config";
 
 /**
- * `npm run test:cluster`: the suites of the tool, the lists, settlements and Start, run
- * unchanged against a 3-primary Redis Cluster (test/support/global-setup-cluster.ts),
+ * `npm run test:cluster`: the suites of the tools, the lists, settlements, report-back and
+ * Start, run unchanged against a 3-primary Redis Cluster (test/support/global-setup-cluster.ts),
  * plus the tests that only make sense there (test/cluster/). Suites that need one Redis
  * of their own (they kill it, or count its commands) keep it and run in `npm test` only.
  */
@@ -18,6 +18,11 @@ export default defineConfig({
       "test/store/lua-suggestions.test.ts",
       "test/store/lua-locks-host.test.ts",
       "test/rpc/settle.test.ts",
+      "test/rpc/withdraw.test.ts",
+      "test/rpc/withdraw-rules.test.ts",
+      "test/rpc/settlements.test.ts",
+      "test/store/settlements-read.test.ts",
+      "test/store/legacy-log.test.ts",
       "test/rpc/watch.test.ts",
       "test/rpc/start.test.ts",
       "test/store/start-lock.test.ts",

@@ -10,7 +10,9 @@
  *   guard each and `toSuggestionError` for errors from other clients; `errorCodeText` reads
  *   a `SuggestionErrorCode`'s text from the proto.
  * - The tool: `suggestTaskTool` (JSON Schema read from the proto's options), adapters for
- *   Anthropic, OpenAI and MCP, and `callSuggestTaskTool` for the runtime's side of a call.
+ *   Anthropic, OpenAI and MCP, and `callSuggestTaskTool` for the runtime's side of a call;
+ *   `withdrawSuggestionTool` and `callWithdrawSuggestionTool` beside them.
+ * - Report-back: `settlementNotes` turns ListSettlements' answer into the model's lines.
  * - Hosts: `chatHostRoutes` to serve `ChatHostService`, `isPersonInstruction`.
  * - Every generated message, enum and service of `oda.suggest.v1`, and `google.rpc.ErrorInfo`.
  *
@@ -52,6 +54,7 @@ export {
   typedErrorsInterceptor,
   WorkspaceMissingError,
 } from "./errors.js";
+export { settlementNotes } from "./settlement-notes.js";
 export {
   type AnthropicTool,
   anthropicTool,
@@ -65,6 +68,7 @@ export {
   type ToolStringProperty,
   toolDefinition,
 } from "./tool.js";
+export { readToolArguments } from "./tool-arguments.js";
 export {
   callSuggestTaskTool,
   readSuggestTaskArguments,
@@ -88,3 +92,10 @@ export {
   type TokenSource,
   withTransport,
 } from "./transport.js";
+export {
+  callWithdrawSuggestionTool,
+  readWithdrawSuggestionArguments,
+  type WithdrawSuggestionArguments,
+  type WithdrawSuggestionToolResult,
+  withdrawSuggestionTool,
+} from "./withdraw-tool.js";

@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import {
+  Settler,
   type Suggestion,
   SuggestionSchema,
   SuggestionState,
@@ -23,8 +24,17 @@ export interface SuggestionLists {
   readonly byId: ReadonlyMap<string, Suggestion>;
 }
 
+/**
+ * Who made a `settled` record: `by` `agent` is the offering agent's (withdraw_suggestion);
+ * anything else, and no `by` at all (records written before the field existed), is the
+ * person's.
+ */
+export function settlerOf(record: LogRecord): Settler {
+  return record.fields.by === "agent" ? Settler.AGENT : Settler.PERSON;
+}
+
 /** The time of a record: its `time` field in ms, else the ms part of its stream id. */
-function recordTime(record: LogRecord) {
+export function recordTime(record: LogRecord) {
   const raw = record.fields.time;
   const time = raw === undefined || raw.trim() === "" ? Number.NaN : Number(raw);
   const ms = Number.isSafeInteger(time) ? time : Number(record.entryId.split("-")[0]);
@@ -52,15 +62,20 @@ export function offeredSuggestion(sessionId: string, record: LogRecord): Suggest
 
 /**
  * Applies a `settled` record to its offer when the outcome fits (settlement.ts `fits`);
- * anything else changes nothing. The one place where a settlement changes a
- * `Suggestion`.
+ * anything else changes nothing. Answers whether it fitted (the fold accepted it). The
+ * one place where a settlement changes a `Suggestion`; the suggestion it leaves depends
+ * on the offer and this record only, which ListSettlements relies on
+ * (server/domain/settlements.ts).
  */
-function applySettlement(offer: Suggestion, record: LogRecord): void {
+export function applySettlement(offer: Suggestion, record: LogRecord): boolean {
   const outcome = record.fields.outcome;
-  if (!isOutcome(outcome) || !fits(offer.state, outcome)) return;
+  if (!isOutcome(outcome) || !fits(offer.state, outcome)) return false;
+  const restored = outcome === "restored";
   offer.state = stateAfter(outcome);
   offer.chatId = outcome === "started" ? (record.fields.chat ?? "") : "";
-  offer.settledAt = outcome === "restored" ? undefined : recordTime(record);
+  offer.settledAt = restored ? undefined : recordTime(record);
+  offer.settledBy = restored ? Settler.UNSPECIFIED : settlerOf(record);
+  return true;
 }
 
 /** Splits offers (in offer order) into the two lists. */
@@ -82,7 +97,8 @@ function listsOf(byId: Map<string, Suggestion>): SuggestionLists {
  * - an `offered` record with an id not seen before is an open offer; a repeated id is
  *   ignored;
  * - a `settled` record changes its offer only when the outcome fits (settlement.ts):
- *   a settlement that names no offer, or does not fit, changes nothing;
+ *   a settlement that names no offer, or does not fit, changes nothing; its `by` says
+ *   who settled it (`agent`, else the person's, also when absent);
  * - the character limits are not checked, so a log written under older limits opens;
  * - records of other kinds are skipped, so the stream can be shared with other writers.
  */

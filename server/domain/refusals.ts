@@ -2,8 +2,14 @@ import { Code } from "@connectrpc/connect";
 import { RefusalReason } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { LIFETIME_LIMIT, OPEN_LIMIT, TURN_LIMIT } from "./limits.js";
 
-/** The ErrorInfo domain of the tool's refusals. */
+/** The ErrorInfo domain of suggest_task's refusals. */
 export const REFUSAL_DOMAIN = "suggest_task";
+
+/**
+ * The tools whose refusals carry a `SuggestTaskRefusal`; each name is also the ErrorInfo
+ * domain and the prefix of its refusal texts (design.md).
+ */
+export type RefusingTool = typeof REFUSAL_DOMAIN | "withdraw_suggestion";
 
 /** A refusal of suggest_task as its detail describes it. */
 export type Refusal =
@@ -18,7 +24,9 @@ export type Refusal =
         | RefusalReason.TURN_LIMIT;
     }
   | { reason: RefusalReason.FIELD_EMPTY; field: string; limit: number }
-  | { reason: RefusalReason.FIELD_TOO_LONG; field: string; limit: number; got: number };
+  | { reason: RefusalReason.FIELD_TOO_LONG; field: string; limit: number; got: number }
+  /** withdraw_suggestion only: no open offer of the chat has the (trimmed) title. */
+  | { reason: RefusalReason.NO_OPEN_OFFER; title: string };
 
 /** What the caller is told of one refusal: the reference's text, a gRPC code, the limit. */
 export interface RefusalAnswer {
@@ -30,7 +38,7 @@ export interface RefusalAnswer {
 /** The refusals that carry no field, with their fixed answers. */
 type FixedReason = Exclude<
   Refusal["reason"],
-  RefusalReason.FIELD_EMPTY | RefusalReason.FIELD_TOO_LONG
+  RefusalReason.FIELD_EMPTY | RefusalReason.FIELD_TOO_LONG | RefusalReason.NO_OPEN_OFFER
 >;
 
 /**
@@ -100,23 +108,68 @@ export const SUGGEST_TASK_REFUSALS: ReadonlyMap<FixedReason, RefusalAnswer> = ne
   ],
 ]);
 
-/** The answer to one refusal: a fixed row of the table, or a field's text (8a, 8b). */
-export function describeRefusal(r: Refusal): RefusalAnswer {
+/**
+ * withdraw_suggestion's refusal table, in its check order (design.md "The offering
+ * agent's side"): the helper, the owning session, the open turn; then the fields
+ * (4, texts as suggest_task's with the tool's name), then no open offer with the title.
+ */
+export const WITHDRAW_SUGGESTION_REFUSALS: ReadonlyMap<FixedReason, RefusalAnswer> = new Map([
+  [
+    RefusalReason.NOT_TOP_LEVEL,
+    {
+      message: "withdraw_suggestion is only for the top-level agent.",
+      code: Code.PermissionDenied,
+      limit: 0,
+    },
+  ],
+  [
+    RefusalReason.NO_SESSION,
+    {
+      message: "withdraw_suggestion requires an owning agent session",
+      code: Code.FailedPrecondition,
+      limit: 0,
+    },
+  ],
+  [
+    RefusalReason.NO_OPEN_TURN,
+    {
+      message: "withdraw_suggestion: requires an open model turn",
+      code: Code.FailedPrecondition,
+      limit: 0,
+    },
+  ],
+]);
+
+/**
+ * The answer to one refusal of a tool: a fixed row of its table, a field's text (8a,
+ * 8b), or withdraw_suggestion's missing title.
+ */
+export function describeRefusal(r: Refusal, tool: RefusingTool = REFUSAL_DOMAIN): RefusalAnswer {
   switch (r.reason) {
     case RefusalReason.FIELD_EMPTY:
       return {
-        message: `suggest_task: ${r.field} must not be empty`,
+        message: `${tool}: ${r.field} must not be empty`,
         code: Code.InvalidArgument,
         limit: r.limit,
       };
     case RefusalReason.FIELD_TOO_LONG:
       return {
-        message: `suggest_task: ${r.field} must be at most ${r.limit} characters (got ${r.got})`,
+        message: `${tool}: ${r.field} must be at most ${r.limit} characters (got ${r.got})`,
         code: Code.InvalidArgument,
         limit: r.limit,
       };
-    default:
-      return SUGGEST_TASK_REFUSALS.get(r.reason) as RefusalAnswer;
+    case RefusalReason.NO_OPEN_OFFER:
+      return {
+        message: `${tool}: no open suggestion is titled "${r.title}"`,
+        code: Code.NotFound,
+        limit: 0,
+      };
+    default: {
+      const table = tool === REFUSAL_DOMAIN ? SUGGEST_TASK_REFUSALS : WITHDRAW_SUGGESTION_REFUSALS;
+      const answer = table.get(r.reason);
+      if (answer === undefined) throw new Error(`${tool} has no refusal ${r.reason}`);
+      return answer;
+    }
   }
 }
 

@@ -1,5 +1,8 @@
 import { type DescMessage, getOption, hasOption } from "@bufbuild/protobuf";
-import { SuggestTaskArgsSchema } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import {
+  SuggestTaskArgsSchema,
+  WithdrawSuggestionArgsSchema,
+} from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { tool, tool_field } from "../../gen/oda/suggest/v1/tool_options_pb.js";
 
 /**
@@ -61,3 +64,6 @@ export function toolSpecOf(message: DescMessage): ToolSpec {
 
 /** The suggest_task tool as `SuggestTaskArgs` declares it. */
 export const suggestTaskTool: ToolSpec = toolSpecOf(SuggestTaskArgsSchema);
+
+/** The withdraw_suggestion tool as `WithdrawSuggestionArgs` declares it. */
+export const withdrawSuggestionTool: ToolSpec = toolSpecOf(WithdrawSuggestionArgsSchema);

@@ -20,7 +20,11 @@ export interface TokenGrant {
  * as operators and their tools expect.
  */
 const GRANTS: Readonly<Record<Role, readonly string[]>> = {
-  agent: ["/oda.suggest.v1.SuggestionService/SuggestTask"],
+  agent: [
+    "/oda.suggest.v1.SuggestionService/SuggestTask",
+    "/oda.suggest.v1.SuggestionService/WithdrawSuggestion",
+    "/oda.suggest.v1.SuggestionService/ListSettlements",
+  ],
   app: [
     "/oda.suggest.v1.SuggestionService/ListSuggestions",
     "/oda.suggest.v1.SuggestionService/GetSuggestion",
@@ -29,6 +33,7 @@ const GRANTS: Readonly<Record<Role, readonly string[]>> = {
     "/oda.suggest.v1.SuggestionService/DismissSuggestion",
     "/oda.suggest.v1.SuggestionService/RestoreSuggestion",
     "/oda.suggest.v1.SuggestionService/WatchSuggestions",
+    "/oda.suggest.v1.SuggestionService/ListSettlements",
   ],
   "host-admin": ["/oda.suggest.v1.ChatHostService/", "/oda.suggest.v1.LocalHostService/"],
 };

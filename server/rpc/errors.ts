@@ -10,7 +10,12 @@ import {
   SUGGESTION_ERROR_DOMAIN,
   type SuggestionFailure,
 } from "../domain/failures.js";
-import { describeRefusal, REFUSAL_DOMAIN, type Refusal } from "../domain/refusals.js";
+import {
+  describeRefusal,
+  REFUSAL_DOMAIN,
+  type Refusal,
+  type RefusingTool,
+} from "../domain/refusals.js";
 
 /**
  * The one module that turns failures into `ConnectError`s with typed details, as
@@ -19,12 +24,13 @@ import { describeRefusal, REFUSAL_DOMAIN, type Refusal } from "../domain/refusal
  */
 
 /**
- * The error a refused suggest_task call answers with: the reference's exact text as the
+ * The error a refused tool call answers with: the reference's exact text as the
  * message (the model sees it), the design's gRPC code, a `SuggestTaskRefusal` and an
- * `ErrorInfo` (domain `suggest_task`, reason the enum's name without its prefix).
+ * `ErrorInfo` (domain the tool's name, `suggest_task` or `withdraw_suggestion`, reason
+ * the enum's name without its prefix).
  */
-export function refusalError(r: Refusal): ConnectError {
-  const { message, code, limit } = describeRefusal(r);
+export function refusalError(r: Refusal, tool: RefusingTool = REFUSAL_DOMAIN): ConnectError {
+  const { message, code, limit } = describeRefusal(r, tool);
   const field = "field" in r ? r.field : "";
   const got = "got" in r ? r.got : 0;
   const metadata: Record<string, string> = {};
@@ -35,7 +41,7 @@ export function refusalError(r: Refusal): ConnectError {
     { desc: SuggestTaskRefusalSchema, value: { reason: r.reason, field, limit, got } },
     {
       desc: ErrorInfoSchema,
-      value: { domain: REFUSAL_DOMAIN, reason: RefusalReason[r.reason], metadata },
+      value: { domain: tool, reason: RefusalReason[r.reason], metadata },
     },
   ]);
 }

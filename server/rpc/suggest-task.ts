@@ -15,6 +15,7 @@ import {
 import { checkOptionalId, checkRuntimeId } from "../domain/ids.js";
 import { type Refusal, successLine } from "../domain/refusals.js";
 import { suggestTaskTool, type ToolSpec } from "../domain/tool-declaration.js";
+import { checkToolFields } from "../domain/tool-fields.js";
 import type { ChatHost } from "../host/chat-host.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import { dependencyError, refusalError } from "./errors.js";
@@ -34,12 +35,8 @@ export interface TrimmedArgs {
   readonly brief: string;
 }
 
-/** Unicode code points of a string: an emoji counts 1. */
-export function codePoints(value: string): number {
-  let n = 0;
-  for (const _ of value) n++;
-  return n;
-}
+// The code-point count of the field rule, where callers of checkArgs have found it.
+export { codePoints } from "../domain/tool-fields.js";
 
 /**
  * Trims the arguments (JavaScript `trim`) and checks them in declaration order
@@ -55,32 +52,7 @@ export function checkArgs(
     tldr: (args?.tldr ?? "").trim(),
     brief: (args?.brief ?? "").trim(),
   };
-  for (const field of spec.fields) {
-    const value = trimmed[field.name as keyof TrimmedArgs];
-    if (value === "") {
-      return {
-        trimmed,
-        refusal: {
-          reason: RefusalReason.FIELD_EMPTY,
-          field: field.name,
-          limit: field.maxCodePoints,
-        },
-      };
-    }
-    const got = codePoints(value);
-    if (got > field.maxCodePoints) {
-      return {
-        trimmed,
-        refusal: {
-          reason: RefusalReason.FIELD_TOO_LONG,
-          field: field.name,
-          limit: field.maxCodePoints,
-          got,
-        },
-      };
-    }
-  }
-  return { trimmed, refusal: undefined };
+  return { trimmed, refusal: checkToolFields(trimmed, spec) };
 }
 
 /**
@@ -148,8 +120,11 @@ export async function suggestTask(
   }
 }
 
-/** The host's session, or undefined when it knows none (NOT_FOUND). */
-async function findSession(host: ChatHost, sessionId: string) {
+/**
+ * The host's session, or undefined when it knows none (NOT_FOUND); any other failure of
+ * the host is UNAVAILABLE. Shared by the tools' owning-session check.
+ */
+export async function findSession(host: ChatHost, sessionId: string) {
   try {
     const { session } = await host.getSession({ sessionId });
     return session;

@@ -4,11 +4,13 @@ import type { ChatHost } from "../host/chat-host.js";
 import type { StartLocks } from "../store/start-locks.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import type { WatchHub } from "../store/watch-hub.js";
+import { listSettlements } from "./list-settlements.js";
 import { getSuggestion, listSuggestions } from "./list-suggestions.js";
 import { dismissSuggestion, draftSuggestion, restoreSuggestion } from "./settle-suggestion.js";
 import { startSuggestion } from "./start-suggestion.js";
 import { suggestTask } from "./suggest-task.js";
 import { watchSuggestions } from "./watch-suggestions.js";
+import { withdrawSuggestion } from "./withdraw-suggestion.js";
 
 /** What the SuggestionService handlers share. */
 export interface SuggestionServiceDeps {
@@ -38,8 +40,8 @@ export function createSuggestionService(
     dismissSuggestion: (request) => dismissSuggestion(deps, request),
     restoreSuggestion: (request) => restoreSuggestion(deps, request),
     watchSuggestions: (request, context) => watchSuggestions(deps, request, context),
-    withdrawSuggestion: () => notYet("WithdrawSuggestion"),
-    listSettlements: () => notYet("ListSettlements"),
+    withdrawSuggestion: (request) => withdrawSuggestion(deps, request),
+    listSettlements: (request) => listSettlements(deps, request),
     listWorkspaceSuggestions: () => notYet("ListWorkspaceSuggestions"),
     // biome-ignore lint/correctness/useYield: it fails before its first message
     watchWorkspaceSuggestions: async function* () {

@@ -73,6 +73,15 @@ declare module "ioredis" {
       changes: string,
       ...argv: string[]
     ): Result<ScriptReply, Context>;
+    /** lua/withdraw-3.lua: `{ status, offer, settlement }`. */
+    withdraw(
+      log: string,
+      projection: string,
+      changes: string,
+      ...argv: string[]
+    ): Result<ScriptReply, Context>;
+    /** lua/settlements-2.lua: `{ offers, settlements }`. */
+    settlements(log: string, projection: string, after: string): Result<ScriptReply, Context>;
     /** lua/readLists-2.lua: `{ version, offer, settlement, ... }`. */
     readLists(log: string, projection: string): Result<ScriptReply, Context>;
     /** lua/extendLock-1.lua: 1 when the caller still holds the lock. */

@@ -1,5 +1,9 @@
 import type { Cluster, Redis } from "ioredis";
-import { type Suggestion, SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import {
+  type Settlement,
+  type Suggestion,
+  SuggestionState,
+} from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import {
   type LogRecord,
   listsFromOffers,
@@ -10,6 +14,13 @@ import {
 } from "../domain/fold.js";
 import { LIFETIME_LIMIT, OPEN_LIMIT } from "../domain/limits.js";
 import { type Outcome, STANDING_WORDS } from "../domain/settlement.js";
+
+import {
+  settlementsAfter,
+  type Withdrawal,
+  type WithdrawOutcome,
+  withdrawOffer,
+} from "./agent-settlements.js";
 import { sessionKeys } from "./keys.js";
 import type { ScriptReply } from "./scripts.js";
 
@@ -192,6 +203,16 @@ export class SuggestionStore {
       outcome: settleOutcome(settleReply as ScriptReply),
       lists: snapshotOf(sessionId, readReply as ScriptReply).lists,
     };
+  }
+
+  /** withdraw_suggestion's atomic step (`withdrawOffer`, lua/withdraw-3.lua). */
+  withdraw(sessionId: string, withdrawal: Withdrawal): Promise<WithdrawOutcome> {
+    return withdrawOffer(this.redis, sessionId, withdrawal);
+  }
+
+  /** The accepted settlements after a checked cursor (`settlementsAfter`). */
+  settlements(sessionId: string, after: string): Promise<Settlement[]> {
+    return settlementsAfter(this.redis, sessionId, after);
   }
 
   /**

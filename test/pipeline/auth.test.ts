@@ -78,6 +78,13 @@ function everyCall(token: string | undefined, sessionId: string) {
     WatchSuggestions: async () => {
       for await (const _ of c.suggestions.watchSuggestions({ sessionId })) return;
     },
+    // Allowed, it answers its NOT_FOUND refusal (no open offer titled "T").
+    WithdrawSuggestion: () =>
+      c.suggestions.withdrawSuggestion({
+        context: { sessionId, turnId: uniqueId("t"), role: AgentRole.TOP_LEVEL },
+        args: { title: "T", reason: "R" },
+      }),
+    ListSettlements: () => c.suggestions.listSettlements({ sessionId, after: "" }),
     GetSession: () => c.host.getSession({ sessionId }),
     PutSession: () =>
       c.local.putSession({ session: { sessionId, workspaceId: "ws", folder: FolderKind.NORMAL } }),
@@ -86,7 +93,7 @@ function everyCall(token: string | undefined, sessionId: string) {
 }
 
 const ALLOWED: Record<keyof typeof TOKENS, readonly string[]> = {
-  agent: ["SuggestTask"],
+  agent: ["SuggestTask", "WithdrawSuggestion", "ListSettlements"],
   app: [
     "ListSuggestions",
     "GetSuggestion",
@@ -95,6 +102,7 @@ const ALLOWED: Record<keyof typeof TOKENS, readonly string[]> = {
     "DismissSuggestion",
     "RestoreSuggestion",
     "WatchSuggestions",
+    "ListSettlements",
   ],
   "host-admin": ["GetSession", "PutSession", "GetChat"],
 };

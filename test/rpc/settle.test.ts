@@ -1,7 +1,7 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, test } from "vitest";
-import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import { Settler, SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { createRedisClient } from "../../server/store/scripts.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { putSession, sharedRedisUrl, uniqueId } from "../support/harness.js";
@@ -35,11 +35,23 @@ describe("draft", () => {
     const { sessionId, offers } = await session(1);
     const id = offers[0] as string;
     const { suggestion } = await t.clients.suggestions.draftSuggestion(req(sessionId, id));
-    expect(suggestion).toMatchObject({ id, sessionId, state: SuggestionState.DRAFTED, chatId: "" });
+    expect(suggestion).toMatchObject({
+      id,
+      sessionId,
+      state: SuggestionState.DRAFTED,
+      chatId: "",
+      settledBy: Settler.PERSON,
+    });
     expect(suggestion?.settledAt).toBeDefined();
     const log = await logRecords(t.redis, sessionId);
     expect(log).toHaveLength(2);
-    expect(log[1]).toEqual({ type: "settled", id, outcome: "drafted", time: expect.any(String) });
+    expect(log[1]).toEqual({
+      type: "settled",
+      id,
+      outcome: "drafted",
+      by: "person",
+      time: expect.any(String),
+    });
     expect(suggestion?.settledAt && timestampMs(suggestion.settledAt)).toBe(Number(log[1]?.time));
 
     const again = await t.clients.suggestions.draftSuggestion(req(sessionId, id));
@@ -82,6 +94,9 @@ describe("dismiss and restore", () => {
     expect(restored?.settledAt).toBeUndefined();
     const log = await logRecords(t.redis, sessionId);
     expect(log.map((r) => r.outcome ?? r.type)).toEqual(["offered", "dismissed", "restored"]);
+    expect(log.map((r) => r.by)).toEqual([undefined, "person", "person"]);
+    expect(dismissed?.settledBy).toBe(Settler.PERSON);
+    expect(restored?.settledBy).toBe(Settler.UNSPECIFIED);
 
     const restoredAgain = await t.clients.suggestions.restoreSuggestion(req(sessionId, id));
     expect(restoredAgain.suggestion).toEqual(restored);

@@ -4,6 +4,7 @@ import { describe, expect, test } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { FolderKind, MessageAuthor } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import {
+  Settler,
   SuggestionErrorSchema,
   SuggestionState,
   WorkspaceMissingReason,
@@ -65,8 +66,14 @@ describe("a Start", () => {
 
     const records = await logRecords(t.redis, sessionId);
     expect(records.filter((r) => r.type === "settled")).toEqual([
-      expect.objectContaining({ id: suggestionId, outcome: "started", chat: res.chatId }),
+      expect.objectContaining({
+        id: suggestionId,
+        outcome: "started",
+        chat: res.chatId,
+        by: "person",
+      }),
     ]);
+    expect(res.suggestion?.settledBy).toBe(Settler.PERSON);
     expect(await t.redis.exists(startLockKey(sessionId, suggestionId))).toBe(0);
     const { settled } = await t.clients.suggestions.listSuggestions({ sessionId });
     expect(settled.map((s) => [s.id, s.state, s.chatId])).toEqual([

@@ -68,6 +68,14 @@ async function fullFlow(): Promise<void> {
   await w.waitFor((m) => m.settled.length === 1);
   await clients.suggestions.restoreSuggestion({ sessionId, suggestionId: a });
   await clients.suggestions.draftSuggestion({ sessionId, suggestionId: b });
+  const withdrawal = {
+    context: { ...context, turnId: "turn-w", toolCallId: "call-w" },
+    args: { title: "A", reason: "Done here." },
+  };
+  await clients.suggestions.withdrawSuggestion(withdrawal);
+  await clients.suggestions.withdrawSuggestion(withdrawal); // a retry: the same answer
+  const { cursor } = await clients.suggestions.listSettlements({ sessionId, after: "" });
+  await clients.suggestions.listSettlements({ sessionId, after: cursor });
   // Racing Starts: one takes the lock, the others wait for its result.
   const starts = await Promise.all(
     Array.from({ length: 5 }, () =>

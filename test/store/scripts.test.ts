@@ -32,6 +32,8 @@ test("the service's scripts: each named by its file, with its number of keys", (
     releaseLock: 2,
     createChat: 2,
     postMessage: 3,
+    withdraw: 3,
+    settlements: 2,
   });
 });
 

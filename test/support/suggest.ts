@@ -11,7 +11,7 @@ import {
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { SuggestTaskResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
-import { type Clients, connectErrorOf } from "./harness.js";
+import { type Clients, connectErrorOf, putSession, uniqueId } from "./harness.js";
 import { logRecords } from "./lists.js";
 
 /** The reference's refusal texts, copied from the reference page. */
@@ -113,6 +113,8 @@ export function expectRefusal(
     field?: string;
     limit?: number;
     got?: number;
+    /** The ErrorInfo domain: the tool's name; suggest_task unless told. */
+    domain?: string;
   },
 ): void {
   const field = expected.field ?? "";
@@ -126,7 +128,7 @@ export function expectRefusal(
   if (limit !== 0) metadata.limit = String(limit);
   if (got !== 0) metadata.got = String(got);
   expect(actual.info).toMatchObject({
-    domain: "suggest_task",
+    domain: expected.domain ?? "suggest_task",
     reason: RefusalReason[expected.reason],
     metadata,
   });
@@ -158,4 +160,16 @@ export async function keysOf(redis: RedisClient, id: string): Promise<string[]> 
     } while (cursor !== "0");
   }
   return found;
+}
+
+/**
+ * A new session on the embedded host (a normal folder in a workspace) with one offer of
+ * each title, in order, each on a turn of its own; answers the session and the offer ids.
+ */
+export async function sessionWithOffers(clients: Clients, ...titles: string[]) {
+  const sessionId = uniqueId();
+  await putSession(clients, { sessionId });
+  const ids: string[] = [];
+  for (const title of titles) ids.push((await offerOne(clients, sessionId, title)).id);
+  return { sessionId, ids };
 }

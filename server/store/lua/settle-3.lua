@@ -1,6 +1,6 @@
 --[[
-  Settles one offer, or says why not: the standing check and the append are this one
-  atomic step.
+  Settles one offer for the person (the record says `by person`), or says why not: the
+  standing check and the append are this one atomic step.
 
   KEYS[1] log         the session's stream
   KEYS[2] projection  the fold cache (includes/projection.lua)
@@ -58,6 +58,9 @@ if outcome == 'started' then
   record[#record + 1] = 'chat'
   record[#record + 1] = chat
 end
+-- Every settlement of this script is the person's, through the app's RPCs.
+record[#record + 1] = 'by'
+record[#record + 1] = 'person'
 record[#record + 1] = 'time'
 record[#record + 1] = nowMs()
 appendRecord(log, proj, changes, record)

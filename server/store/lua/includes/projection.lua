@@ -26,11 +26,16 @@
     k:<id>        chat id of a started offer
     t:<turn_id>   id of the first offer of that turn
     c:<call_id>   id of the offer that tool call recorded
+    w:<call_id>   stream id of the settlement that withdraw_suggestion call recorded
+    r:<entry id>  present for each `settled` record the fold did not accept (it names
+                  no offer yet, or does not fit its standing): every other `settled`
+                  record with an id was accepted, which ListSettlements reads
+                  (settlements-2.lua) without folding the records before its cursor
 ]]
 
 -- Bumped whenever the fields above change meaning, so that a projection written by an
 -- older version is folded again from the stream rather than read wrongly.
-local PROJECTION_FORMAT = '3'
+local PROJECTION_FORMAT = '4'
 
 local function recordFields(flat)
   local f = {}
@@ -72,6 +77,10 @@ local function applyRecord(proj, entryId, f)
       if outcome == 'started' then
         redis.call('HSET', proj, 'k:' .. id, f['chat'] or '')
       end
+      local call = f['call']
+      if f['by'] == 'agent' and call ~= nil and call ~= '' then
+        redis.call('HSETNX', proj, 'w:' .. call, entryId)
+      end
       return true
     elseif state == 'dismissed' and outcome == 'restored' then
       redis.call('HSET', proj, 's:' .. id, 'open')
@@ -79,6 +88,7 @@ local function applyRecord(proj, entryId, f)
       redis.call('HINCRBY', proj, 'open', 1)
       return true
     end
+    redis.call('HSET', proj, 'r:' .. entryId, '1')
   end
   return false
 end

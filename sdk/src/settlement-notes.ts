@@ -1,0 +1,45 @@
+import {
+  type Settlement,
+  SettlementOutcome,
+  Settler,
+} from "../../gen/oda/suggest/v1/suggestion_pb.js";
+
+/** The line that tells the offering model of one settlement, in the design's words. */
+function noteOf(settlement: Settlement): string | undefined {
+  const title = settlement.suggestion?.title ?? "";
+  switch (settlement.outcome) {
+    case SettlementOutcome.STARTED:
+      return `The user started your suggestion "${title}" as a new chat.`;
+    case SettlementOutcome.DRAFTED:
+      return `The user saved your suggestion "${title}" as a draft.`;
+    case SettlementOutcome.DISMISSED:
+      return settlement.settledBy === Settler.AGENT
+        ? `You withdrew your suggestion "${title}".`
+        : `The user dismissed your suggestion "${title}"; do not offer it again.`;
+    case SettlementOutcome.RESTORED:
+      return `The user restored your suggestion "${title}"; it waits again.`;
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * The lines a runtime puts in front of the offering model at its next turn, one per
+ * settlement of `ListSettlements`, in their order: started (as a new chat), saved as a
+ * draft, dismissed by the user (do not offer it again), withdrawn by the agent itself,
+ * restored (it waits again). A settlement of an outcome this SDK does not know adds no
+ * line. Ask again with the response's `cursor` to hear only what is new.
+ *
+ * ```ts
+ * const { settlements, cursor: next } = await client.listSettlements({ sessionId, after: cursor });
+ * const notes = settlementNotes(settlements); // e.g. `The user started your suggestion "Fix CI" as a new chat.`
+ * ```
+ */
+export function settlementNotes(settlements: readonly Settlement[]): string[] {
+  const notes: string[] = [];
+  for (const settlement of settlements) {
+    const note = noteOf(settlement);
+    if (note !== undefined) notes.push(note);
+  }
+  return notes;
+}

@@ -1,0 +1,88 @@
+import type { CallOptions } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
+import {
+  type Suggestion,
+  type SuggestTaskRefusal,
+  WithdrawSuggestionArgsSchema,
+} from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import type { SuggestionClient } from "./clients.js";
+import { SuggestTaskRefusalError, toSuggestionError } from "./errors.js";
+import { type ToolDefinition, toolDefinition } from "./tool.js";
+import { readToolArguments } from "./tool-arguments.js";
+import type { ToolCallContextInit } from "./tool-call.js";
+
+/**
+ * The withdraw_suggestion tool, offered beside suggest_task: `name` "withdraw_suggestion",
+ * the design's description, and the JSON Schema of `title` and `reason` (`maxLength` 60
+ * and 240), both required, all read from `WithdrawSuggestionArgs`' proto options. Pass it
+ * to `anthropicTool`, `openAITool` or `mcpTool` as suggest_task's definition is.
+ */
+export const withdrawSuggestionTool: ToolDefinition = /*@__PURE__*/ toolDefinition(
+  WithdrawSuggestionArgsSchema,
+);
+
+/** withdraw_suggestion's arguments as the model wrote them, read into strings. */
+export interface WithdrawSuggestionArguments {
+  readonly title: string;
+  readonly reason: string;
+}
+
+/**
+ * What the model should see as withdraw_suggestion's result. Withdrawn: `content` is
+ * `Withdrew "<title>". It stays dismissed unless the user restores it.`. Refused:
+ * `content` is the refusal's exact text and `isError` is true.
+ */
+export type WithdrawSuggestionToolResult =
+  | {
+      readonly isError: false;
+      readonly content: string;
+      /** The suggestion, now dismissed by the agent. */
+      readonly suggestion: Suggestion;
+    }
+  | {
+      readonly isError: true;
+      readonly content: string;
+      /** Why the call was refused. */
+      readonly refusal: SuggestTaskRefusal;
+    };
+
+/** Reads withdraw_suggestion's arguments (`readToolArguments`). */
+export function readWithdrawSuggestionArguments(args: unknown): WithdrawSuggestionArguments {
+  const read = readToolArguments(withdrawSuggestionTool, args);
+  return { title: read.title ?? "", reason: read.reason ?? "" };
+}
+
+/**
+ * Runs one withdraw_suggestion tool call for an agent runtime, as `callSuggestTaskTool`
+ * runs suggest_task's: reads the model's arguments, calls WithdrawSuggestion with the
+ * runtime's `context` (its `toolCallId` makes a retry answer the first result), and
+ * answers what the model should see: the success line, or the refusal's exact text
+ * marked as an error. Any other failure is thrown, for the runtime to handle.
+ *
+ * ```ts
+ * const result = await callWithdrawSuggestionTool(client, block.input, {
+ *   sessionId, turnId, role: AgentRole.TOP_LEVEL, toolCallId: block.id,
+ * });
+ * ```
+ */
+export async function callWithdrawSuggestionTool(
+  client: Pick<SuggestionClient, "withdrawSuggestion">,
+  args: unknown,
+  context: ToolCallContextInit,
+  callOptions?: CallOptions,
+): Promise<WithdrawSuggestionToolResult> {
+  const request = { context, args: readWithdrawSuggestionArguments(args) };
+  try {
+    const response = await client.withdrawSuggestion(request, callOptions);
+    if (response.suggestion === undefined) {
+      throw new ConnectError("WithdrawSuggestion answered no suggestion", Code.Internal);
+    }
+    return { isError: false, content: response.result, suggestion: response.suggestion };
+  } catch (err) {
+    const error = toSuggestionError(err);
+    if (error instanceof SuggestTaskRefusalError) {
+      return { isError: true, content: error.rawMessage, refusal: error.payload };
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,43 @@
+import { RefusalReason } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import type { ToolSpec } from "./tool-declaration.js";
+
+/** A refusal of a tool's argument: empty after trimming, or over its limit. */
+export type FieldRefusal =
+  | { reason: RefusalReason.FIELD_EMPTY; field: string; limit: number }
+  | { reason: RefusalReason.FIELD_TOO_LONG; field: string; limit: number; got: number };
+
+/** Unicode code points of a string: an emoji counts 1. */
+export function codePoints(value: string): number {
+  let n = 0;
+  for (const _ of value) n++;
+  return n;
+}
+
+/**
+ * Checks a tool's trimmed arguments in the order its proto declares them, each for
+ * emptiness before length, against the limits of its `(tool_field)` options: the one
+ * rule of suggest_task's and withdraw_suggestion's field checks (design.md, check 4 of
+ * withdraw and 8 of suggest_task). Answers the first refusal, or undefined when all fit.
+ * A declared field missing from `trimmed` reads as empty.
+ */
+export function checkToolFields(
+  trimmed: Readonly<Record<string, string>>,
+  spec: ToolSpec,
+): FieldRefusal | undefined {
+  for (const field of spec.fields) {
+    const value = trimmed[field.name] ?? "";
+    if (value === "") {
+      return { reason: RefusalReason.FIELD_EMPTY, field: field.name, limit: field.maxCodePoints };
+    }
+    const got = codePoints(value);
+    if (got > field.maxCodePoints) {
+      return {
+        reason: RefusalReason.FIELD_TOO_LONG,
+        field: field.name,
+        limit: field.maxCodePoints,
+        got,
+      };
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,81 @@
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { AgentRole, RefusalReason } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import {
+  type WithdrawSuggestionRequest,
+  type WithdrawSuggestionResponse,
+  WithdrawSuggestionResponseSchema,
+} from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import { checkOptionalId, checkRuntimeId } from "../domain/ids.js";
+import type { Refusal } from "../domain/refusals.js";
+import { withdrawSuggestionTool } from "../domain/tool-declaration.js";
+import { checkToolFields } from "../domain/tool-fields.js";
+import type { ChatHost } from "../host/chat-host.js";
+import type { WithdrawOutcome } from "../store/agent-settlements.js";
+import type { SuggestionStore } from "../store/suggestion-store.js";
+import { dependencyError, refusalError } from "./errors.js";
+import { findSession } from "./suggest-task.js";
+
+/** The tool's name: its refusals' prefix and their ErrorInfo domain. */
+const TOOL = "withdraw_suggestion";
+
+/** What the withdraw_suggestion handler needs. */
+export interface WithdrawSuggestionDeps {
+  readonly store: SuggestionStore;
+  readonly host: ChatHost;
+}
+
+/** The design's success line of a withdrawal. */
+export function withdrawnLine(title: string): string {
+  return `Withdrew "${title}". It stays dismissed unless the user restores it.`;
+}
+
+const refuse = (r: Refusal) => refusalError(r, TOOL);
+
+/**
+ * The withdraw_suggestion tool: the offering chat's top-level agent dismisses its own
+ * newest open offer with the given title. Request shape first (INVALID_ARGUMENT), then
+ * the design's five checks in order, the first that fails answering its refusal:
+ * 1 any role but TOP_LEVEL (unset and unknown numbers included), 2 no owning session
+ * (empty, or the host knows none), 3 no open turn, 4 the fields (trimmed, code points,
+ * the limits of the proto's options), 5 no open offer with that title. The lookup and
+ * the dismissal are one atomic step (lua/withdraw-3.lua), which also answers a retried
+ * call (same session and tool_call_id) with its first result. Pinned by
+ * test/rpc/withdraw.test.ts.
+ */
+export async function withdrawSuggestion(
+  deps: WithdrawSuggestionDeps,
+  request: WithdrawSuggestionRequest,
+): Promise<WithdrawSuggestionResponse> {
+  const context = request.context;
+  if (context === undefined) {
+    throw new ConnectError("context is required", Code.InvalidArgument);
+  }
+  const sessionId = checkOptionalId("context.session_id", context.sessionId);
+  const turnId = checkRuntimeId("context.turn_id", context.turnId);
+  const toolCallId = checkRuntimeId("context.tool_call_id", context.toolCallId);
+
+  if (context.role !== AgentRole.TOP_LEVEL) throw refuse({ reason: RefusalReason.NOT_TOP_LEVEL });
+  if (sessionId === "" || (await findSession(deps.host, sessionId)) === undefined) {
+    throw refuse({ reason: RefusalReason.NO_SESSION });
+  }
+  if (turnId === "") throw refuse({ reason: RefusalReason.NO_OPEN_TURN });
+  const title = (request.args?.title ?? "").trim();
+  const reason = (request.args?.reason ?? "").trim();
+  const refusal = checkToolFields({ title, reason }, withdrawSuggestionTool);
+  if (refusal !== undefined) throw refuse(refusal);
+
+  let outcome: WithdrawOutcome;
+  try {
+    outcome = await deps.store.withdraw(sessionId, { title, reason, toolCallId });
+  } catch (err) {
+    throw dependencyError(err, "the suggestion store");
+  }
+  if (outcome.kind === "no-open-offer") {
+    throw refuse({ reason: RefusalReason.NO_OPEN_OFFER, title });
+  }
+  return create(WithdrawSuggestionResponseSchema, {
+    suggestion: outcome.suggestion,
+    result: withdrawnLine(outcome.suggestion.title),
+  });
+}

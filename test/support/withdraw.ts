@@ -1,0 +1,57 @@
+import { Code } from "@connectrpc/connect";
+import { AgentRole, RefusalReason } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import type { WithdrawSuggestionResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import type { Clients } from "./harness.js";
+import { expectRefusal, type WireRefusal } from "./suggest.js";
+
+/** design.md's texts of withdraw_suggestion, copied exactly. */
+export const WITHDRAW_TEXT = {
+  helper: "withdraw_suggestion is only for the top-level agent.",
+  noSession: "withdraw_suggestion requires an owning agent session",
+  noTurn: "withdraw_suggestion: requires an open model turn",
+  empty: (field: string) => `withdraw_suggestion: ${field} must not be empty`,
+  tooLong: (field: string, limit: number, got: number) =>
+    `withdraw_suggestion: ${field} must be at most ${limit} characters (got ${got})`,
+  noOpenOffer: (title: string) => `withdraw_suggestion: no open suggestion is titled "${title}"`,
+  success: (title: string) =>
+    `Withdrew "${title}". It stays dismissed unless the user restores it.`,
+} as const;
+
+/** A withdraw call's context and arguments, with defaults that pass every check. */
+export interface WithdrawInput {
+  sessionId: string;
+  title: string;
+  reason?: string;
+  turnId?: string;
+  role?: AgentRole;
+  toolCallId?: string;
+}
+
+let counter = 0;
+
+/** Calls WithdrawSuggestion; each call gets its own turn unless told otherwise. */
+export function withdraw(
+  clients: Clients,
+  input: WithdrawInput,
+): Promise<WithdrawSuggestionResponse> {
+  counter++;
+  return clients.suggestions.withdrawSuggestion({
+    context: {
+      sessionId: input.sessionId,
+      turnId: input.turnId ?? `withdraw-turn-${counter}`,
+      role: input.role ?? AgentRole.TOP_LEVEL,
+      toolCallId: input.toolCallId ?? "",
+    },
+    args: { title: input.title, reason: input.reason ?? "Done in this chat." },
+  });
+}
+
+/** Asserts the NOT_FOUND refusal of a title no open offer has. */
+export function expectNoOpenOffer(actual: WireRefusal, title: string): void {
+  expectRefusal(actual, {
+    message: WITHDRAW_TEXT.noOpenOffer(title),
+    code: Code.NotFound,
+    reason: RefusalReason.NO_OPEN_OFFER,
+    domain: "withdraw_suggestion",
+  });
+}
