@@ -60,7 +60,7 @@ export const defaultConfig: Readonly<ServiceConfig> = Object.freeze({
   tlsKeyFile: undefined,
   logLevel: "info",
   grpcFastPath: true,
-  startLockTtlMs: 10_000,
+  startLockTtlMs: 1_500,
   startLockMaxHoldMs: 60_000,
   chatHostTimeoutMs: 10_000,
 });

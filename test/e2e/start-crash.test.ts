@@ -51,11 +51,8 @@ afterAll(async () => {
 });
 
 /** A service process on the shared Redis whose chat host is the test host. */
-async function spawnVictim(): Promise<Clients> {
-  victim = await spawnService(sharedRedisUrl(), {
-    CHAT_HOST_URL: testHost.url,
-    START_LOCK_TTL_MS: "500",
-  });
+async function spawnVictim(env: Record<string, string> = { START_LOCK_TTL_MS: "500" }) {
+  victim = await spawnService(sharedRedisUrl(), { CHAT_HOST_URL: testHost.url, ...env });
   return grpcClients(victim.url);
 }
 
@@ -138,4 +135,31 @@ test("killed after started was recorded, before the brief was posted: a later St
     [MessageAuthor.SUGGESTION, "Do the follow-up."],
   ]);
   expect(chat?.messages[0]?.origin).toMatchObject({ sessionId, suggestionId });
+});
+
+test("with the default lock lifetime, a holder killed mid-Start stops blocking within about two seconds, one chat", async () => {
+  const c = await spawnVictim({});
+  const { sessionId, suggestionId } = await offered(c);
+  const created = gate<string>();
+  const killed = gate();
+  testHost.hooks.afterCreateChat = async (_request, response) => {
+    created.open(response.chatId);
+    await killed.promise;
+    throw dropped();
+  };
+  const doomed = c.suggestions.startSuggestion({ sessionId, suggestionId }).catch((e) => e);
+  const chatId = await created.promise;
+  expect(await victim?.kill("SIGKILL")).toBe("SIGKILL");
+  const killedAt = Date.now();
+  killed.open();
+  testHost.hooks.afterCreateChat = undefined;
+  expect(await doomed).toBeInstanceOf(ConnectError);
+  expect(await redis.exists(startLockKey(sessionId, suggestionId))).toBe(1);
+
+  const res = await survivorClients.suggestions.startSuggestion({ sessionId, suggestionId });
+  const waitedMs = Date.now() - killedAt;
+  expect(res.chatId).toBe(chatId);
+  expect(waitedMs).toBeLessThan(2_500);
+  const { chat } = await hostClients.local.getChat({ chatId });
+  expect(chat?.messages.map((m) => m.text)).toEqual(["Do the follow-up."]);
 });
