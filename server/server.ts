@@ -17,6 +17,7 @@ import { buildServices, routesOf } from "./routes.js";
 import { StartLocks } from "./store/start-locks.js";
 import { SuggestionStore } from "./store/suggestion-store.js";
 import { WatchHub } from "./store/watch-hub.js";
+import type { ClientLimits } from "./transport/connection-guard.js";
 import { createGrpcFastPath, type StreamHandler } from "./transport/grpc-fast-path.js";
 import { withSpecGrpcMessage } from "./transport/grpc-message.js";
 import {
@@ -58,9 +59,8 @@ export type ServerSettings = Pick<
   > & {
     /** Where the call log goes; by default pino to stdout at `logLevel`. */
     readonly logger?: Logger;
-  } & Partial<
-    Pick<ServiceConfig, "startLockTtlMs" | "startLockMaxHoldMs" | "chatHostTimeoutMs">
-  > & {
+  } & Partial<Pick<ServiceConfig, "startLockTtlMs" | "startLockMaxHoldMs" | "chatHostTimeoutMs">> &
+  Partial<Pick<ServiceConfig, keyof ClientLimits>> & {
     readonly redisUrl: string;
   };
 
@@ -148,6 +148,9 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
     tcp.once("error", reject);
     tcp.listen(settings.port, settings.host, () => resolve());
   });
+  // Accepting can fail (EMFILE when the process is out of file descriptors); the server
+  // goes on listening, and an unhandled 'error' would end the process.
+  tcp.on("error", (err) => telemetry.logger.warn({ err }, "accepting a connection failed"));
   const { port } = tcp.address() as AddressInfo;
   const host4url = settings.host.includes(":") ? `[${settings.host}]` : settings.host;
 
@@ -178,6 +181,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
       for (const socket of sockets) socket.destroy();
       for (const session of sessions) session.destroy();
       await stopped;
+      h1?.close();
       await watchHub.close();
       await startLocks.close();
       await redis.quit().catch(() => redis.disconnect());
@@ -200,7 +204,12 @@ async function listener(
   fastPath: StreamHandler | undefined,
 ): Promise<OnePortServer> {
   if (settings.tlsCertFile === undefined || settings.tlsKeyFile === undefined) {
-    return createOnePortServer(handler, { settings: H2_SETTINGS, maxSessionMemory: 64 }, fastPath);
+    return createOnePortServer(
+      handler,
+      { settings: H2_SETTINGS, maxSessionMemory: 64 },
+      fastPath,
+      clientLimitsOf(settings),
+    );
   }
   const [cert, key] = await Promise.all([
     readFile(settings.tlsCertFile),
@@ -212,6 +221,17 @@ async function listener(
     settings: H2_SETTINGS,
     maxSessionMemory: 64,
   });
+}
+
+/** The client limits of the settings, the defaults for those unset. */
+function clientLimitsOf(settings: ServerSettings): ClientLimits {
+  return {
+    firstBytesTimeoutMs: settings.firstBytesTimeoutMs ?? defaultConfig.firstBytesTimeoutMs,
+    headersTimeoutMs: settings.headersTimeoutMs ?? defaultConfig.headersTimeoutMs,
+    requestTimeoutMs: settings.requestTimeoutMs ?? defaultConfig.requestTimeoutMs,
+    idleSessionTimeoutMs: settings.idleSessionTimeoutMs ?? defaultConfig.idleSessionTimeoutMs,
+    maxConnections: settings.maxConnections ?? defaultConfig.maxConnections,
+  };
 }
 
 /** Serves `GET /metrics` (Prometheus text) beside the RPCs; anything else is 404. */
