@@ -149,8 +149,13 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
     tcp.listen(settings.port, settings.host, () => resolve());
   });
   // Accepting can fail (EMFILE when the process is out of file descriptors); the server
-  // goes on listening, and an unhandled 'error' would end the process.
-  tcp.on("error", (err) => telemetry.logger.warn({ err }, "accepting a connection failed"));
+  // goes on listening, and an unhandled 'error' would end the process. Said every 5 s at most.
+  let acceptWarnedAt = 0;
+  tcp.on("error", (err) => {
+    if (Date.now() - acceptWarnedAt < 5_000) return;
+    acceptWarnedAt = Date.now();
+    telemetry.logger.warn({ err }, "accepting a connection failed");
+  });
   const { port } = tcp.address() as AddressInfo;
   const host4url = settings.host.includes(":") ? `[${settings.host}]` : settings.host;
 

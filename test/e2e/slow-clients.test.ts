@@ -1,6 +1,9 @@
 import http2 from "node:http2";
 import { connect, type Socket } from "node:net";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { SuggestServer } from "../../server/server.js";
 import {
   type Clients,
@@ -98,19 +101,34 @@ test("an HTTP/2 connection that opens no stream is closed after the idle-session
   expect(closed).toBe(true);
 });
 
-test("a watch stream that receives nothing for longer than every timeout stays, and gets the next change", async () => {
-  const clients: Clients = grpcClients(server.url);
-  const sessionId = uniqueId();
-  await putSession(clients, { sessionId });
-  const w = watch(clients, sessionId);
-  await w.waitFor(() => true);
-  await new Promise((r) => setTimeout(r, 2_000));
-  const { id } = await offerOne(clients, sessionId, "Still watching");
-  const next = await w.waitFor((m) => ids(m.open).includes(id));
-  expect(ids(next.open)).toEqual([id]);
-  w.cancel();
-  await w.ended;
-});
+test.each([
+  ["gRPC over HTTP/2", () => grpcClients(server.url)],
+  [
+    "Connect over HTTP/1.1",
+    (): Clients => ({
+      ...grpcClients(server.url),
+      suggestions: createClient(
+        SuggestionService,
+        createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }),
+      ),
+    }),
+  ],
+])(
+  "a watch stream (%s) that receives nothing for longer than every timeout stays, and gets the next change",
+  async (_name, clientsOf) => {
+    const clients = clientsOf();
+    const sessionId = uniqueId();
+    await putSession(clients, { sessionId });
+    const w = watch(clients, sessionId);
+    await w.waitFor(() => true);
+    await new Promise((r) => setTimeout(r, 2_000));
+    const { id } = await offerOne(clients, sessionId, "Still watching");
+    const next = await w.waitFor((m) => ids(m.open).includes(id));
+    expect(ids(next.open)).toEqual([id]);
+    w.cancel();
+    await w.ended;
+  },
+);
 
 /** An HTTP/2 request whose body starts (a frame header and 3 of its 100 bytes) and never ends. */
 function unfinishedH2(
