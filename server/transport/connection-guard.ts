@@ -1,5 +1,11 @@
-import type { Http2Session, IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
+import http2, {
+  type Http2Session,
+  type IncomingHttpHeaders,
+  type ServerHttp2Stream,
+} from "node:http2";
 import type { Socket } from "node:net";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { answerStream } from "./error-answer.js";
 import { guardRequestBody } from "./request-deadline.js";
 
 /** The timeouts of the stages a client controls, and the cap on connections. */
@@ -62,13 +68,17 @@ export function firstBytesTimer(socket: Socket, ms: number): () => void {
 /**
  * Counts connections, and answers those beyond `max` with a refusal in their own
  * protocol instead of serving them, so that a flood of connections cannot use up the
- * process's file descriptors (and with them its Redis connections) for everyone.
+ * process's file descriptors (and with them its Redis connections) for everyone:
+ * HTTP/1.1 gets a 503, HTTP/2 each stream UNAVAILABLE with the same message (gRPC,
+ * Connect), then GOAWAY. At most REFUSALS_AT_ONCE are answered at a time, each within
+ * REFUSAL_WAIT_MS; beyond that a connection is closed at once.
  * Answers the function to call for each new socket: true when it may be served.
  */
 export function connectionCap(max: number): (socket: Socket) => boolean {
   let open = 0;
   let refusing = 0;
   const message = `suggest-task: too many connections (${max} open); try again later`;
+  const refuser = h2Refuser(message);
   return (socket) => {
     if (open < max) {
       open++;
@@ -85,11 +95,29 @@ export function connectionCap(max: number): (socket: Socket) => boolean {
     socket.setTimeout(REFUSAL_WAIT_MS, () => socket.destroy());
     socket.once("data", (chunk: Buffer) => {
       const n = Math.min(chunk.length, H2_PREFACE_START.length);
-      const h2 = chunk.subarray(0, n).equals(H2_PREFACE_START.subarray(0, n));
-      socket.end(h2 ? h2Refusal(message) : h1Refusal(message));
+      if (!chunk.subarray(0, n).equals(H2_PREFACE_START.subarray(0, n))) {
+        socket.end(h1Refusal(message));
+        return;
+      }
+      // As one-port.ts hands a connection to HTTP/2: the bytes back, the socket paused.
+      socket.pause();
+      socket.unshift(chunk);
+      refuser.emit("connection", socket);
     });
     return false;
   };
+}
+
+/** An HTTP/2 server (never listening) that answers every stream UNAVAILABLE and closes. */
+function h2Refuser(message: string): http2.Http2Server {
+  const refuser = http2.createServer();
+  refuser.on("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
+    stream.on("error", () => {});
+    answerStream(stream, headers, new ConnectError(message, Code.Unavailable));
+    stream.session?.close();
+  });
+  refuser.on("session", (session: Http2Session) => session.on("error", () => {}));
+  return refuser;
 }
 
 /** HTTP/1.1 503, the connection closed after it. */
@@ -98,17 +126,4 @@ function h1Refusal(message: string): Buffer {
   return Buffer.from(
     `HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nretry-after: 1\r\nconnection: close\r\n\r\n${body}`,
   );
-}
-
-/** An empty SETTINGS frame, then GOAWAY (no stream served, ENHANCE_YOUR_CALM) with the message. */
-function h2Refusal(message: string): Buffer {
-  const settings = Buffer.from([0, 0, 0, 0x4, 0, 0, 0, 0, 0]);
-  const debug = Buffer.from(message);
-  const goaway = Buffer.alloc(9 + 8 + debug.length);
-  goaway.writeUIntBE(8 + debug.length, 0, 3);
-  goaway.writeUInt8(0x7, 3);
-  goaway.writeUInt32BE(0, 9); // last stream id
-  goaway.writeUInt32BE(0xb, 13); // ENHANCE_YOUR_CALM
-  debug.copy(goaway, 17);
-  return Buffer.concat([settings, goaway]);
 }

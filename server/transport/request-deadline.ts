@@ -1,22 +1,10 @@
 import type http from "node:http";
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
-import { constants } from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
-import {
-  codeToHttpStatus,
-  endStreamFlag,
-  errorToJson,
-  parseTimeout as parseConnectTimeout,
-} from "@connectrpc/connect/protocol-connect";
+import { parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protocol-connect";
 import { parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-grpc";
-import { headerValue, statusOf } from "./grpc-wire.js";
-
-/** An answer written in place of the handler's, when a request body did not arrive in time. */
-interface TimeoutAnswer {
-  readonly status: number;
-  readonly headers: Record<string, string>;
-  readonly body: Buffer | undefined;
-}
+import { answerStream, errorAnswer } from "./error-answer.js";
+import { headerValue } from "./grpc-wire.js";
 
 /**
  * How long a request may take to arrive in full, in ms: `requestTimeoutMs`, or the
@@ -35,38 +23,12 @@ export function requestDeadlineMs(headers: IncomingHttpHeaders, requestTimeoutMs
   return Math.min(requestTimeoutMs, own ?? requestTimeoutMs);
 }
 
-/**
- * DEADLINE_EXCEEDED in the request's own protocol: gRPC and gRPC-Web trailers-only, a
- * Connect end-stream message for Connect streams, a Connect error body otherwise.
- */
-function timeoutAnswer(contentType: string, ms: number): TimeoutAnswer {
-  const error = new ConnectError(
+/** The error of a request whose body did not arrive within `ms`. */
+function tooSlow(ms: number): ConnectError {
+  return new ConnectError(
     `the request did not arrive in full within ${ms} ms`,
     Code.DeadlineExceeded,
   );
-  if (contentType.startsWith("application/grpc")) {
-    return {
-      status: 200,
-      headers: { "content-type": contentType, ...statusOf(error) },
-      body: undefined,
-    };
-  }
-  if (contentType.startsWith("application/connect+")) {
-    const json = Buffer.from(JSON.stringify({ error: errorToJson(error, undefined) }));
-    const head = Buffer.alloc(5);
-    head.writeUInt8(endStreamFlag, 0);
-    head.writeUInt32BE(json.length, 1);
-    return {
-      status: 200,
-      headers: { "content-type": contentType },
-      body: Buffer.concat([head, json]),
-    };
-  }
-  return {
-    status: codeToHttpStatus(error.code),
-    headers: { "content-type": "application/json" },
-    body: Buffer.from(JSON.stringify(errorToJson(error, undefined))),
-  };
 }
 
 /**
@@ -85,15 +47,7 @@ export function guardRequestBody(
   const timer = setTimeout(() => {
     // Ended, though not yet read: the handler's to answer.
     if (stream.destroyed || stream.state.remoteClose === 1) return;
-    if (!stream.headersSent) {
-      const answer = timeoutAnswer(headerValue(headers["content-type"]) ?? "", ms);
-      stream.respond(
-        { ":status": answer.status, ...answer.headers },
-        { endStream: answer.body === undefined },
-      );
-      if (answer.body !== undefined) stream.end(answer.body);
-    }
-    stream.close(constants.NGHTTP2_NO_ERROR);
+    answerStream(stream, headers, tooSlow(ms));
   }, ms);
   const clear = () => clearTimeout(timer);
   stream.once("end", clear);
@@ -117,7 +71,7 @@ export function withRequestBodyGuard<
       const timer = setTimeout(() => {
         if (req.complete || res.destroyed) return;
         if (!res.headersSent) {
-          const answer = timeoutAnswer(req.headers["content-type"] ?? "", ms);
+          const answer = errorAnswer(req.headers["content-type"] ?? "", tooSlow(ms));
           res.writeHead(answer.status, { ...answer.headers, connection: "close" });
           res.end(answer.body, () => req.socket.destroy());
         } else {

@@ -1,12 +1,13 @@
 import http2 from "node:http2";
 import { connect, type Socket } from "node:net";
-import { createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { SuggestServer } from "../../server/server.js";
 import {
   type Clients,
+  connectErrorOf,
   grpcClients,
   putSession,
   startTestServer,
@@ -220,4 +221,24 @@ test("an unfinished body with no deadline is answered after the request timeout"
   expect(res.headers["grpc-status"]).toBe("4");
   expect(res.ms).toBeGreaterThanOrEqual(1_400);
   expect(res.ms).toBeLessThan(3_000);
+});
+
+test("beyond MAX_CONNECTIONS a connection is refused in its own protocol, naming the cap", async () => {
+  const capped = await startTestServer(undefined, { maxConnections: 1 });
+  const holder = await opened(capped.port);
+  await new Promise((r) => setTimeout(r, 100));
+  const h1 = await opened(capped.port);
+  h1.write("GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n");
+  const answer = await outcome(h1, 3_000);
+  expect(answer.received).toMatch(/^HTTP\/1\.1 503 Service Unavailable\r\n/);
+  expect(answer.received).toContain("suggest-task: too many connections (1 open); try again later");
+  const err = await connectErrorOf(
+    grpcClients(capped.url).suggestions.listSuggestions({ sessionId: uniqueId() }),
+  );
+  expect([err.code, err.rawMessage]).toEqual([
+    Code.Unavailable,
+    "suggest-task: too many connections (1 open); try again later",
+  ]);
+  holder.destroy();
+  await capped.close();
 });
