@@ -115,14 +115,24 @@ function readOwner(file: string): Owner | undefined {
 /**
  * True when a process with this pid exists (EPERM: it exists, owned by someone else).
  * This process's own pid in a lock it has not taken yet is an earlier process's (a
- * container whose service is always pid 1): gone.
+ * container whose service is always pid 1): gone. So is a zombie (exited, not reaped).
  */
 function alive(pid: number): boolean {
   if (pid === process.pid) return false;
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+  return !zombie(pid);
+}
+
+/** True for a process that has exited but was not reaped yet (Linux: state Z). */
+function zombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+  } catch {
+    return false;
   }
 }
