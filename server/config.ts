@@ -44,6 +44,19 @@ export interface ServiceConfig {
   readonly startLockMaxHoldMs: number;
   /** The deadline of each call to a remote chat host, in ms. */
   readonly chatHostTimeoutMs: number;
+  /** How long a new connection may take to send enough bytes to tell its protocol, in ms. */
+  readonly firstBytesTimeoutMs: number;
+  /** How long an HTTP/1.1 request's headers may take to arrive, in ms. */
+  readonly headersTimeoutMs: number;
+  /**
+   * How long a request may take to arrive in full (its body ended), from its start, in
+   * ms; a call whose own deadline is shorter gets DEADLINE_EXCEEDED at its deadline.
+   */
+  readonly requestTimeoutMs: number;
+  /** How long an HTTP/2 connection with no stream open stays, in ms; open streams keep it. */
+  readonly idleSessionTimeoutMs: number;
+  /** The most connections served at once; more are refused with a message. */
+  readonly maxConnections: number;
 }
 
 /** The defaults, frozen. */
@@ -67,7 +80,15 @@ export const defaultConfig: Readonly<ServiceConfig> = Object.freeze({
   startLockTtlMs: defaultStartLockSettings.ttlMs,
   startLockMaxHoldMs: defaultStartLockSettings.maxHoldMs,
   chatHostTimeoutMs: 10_000,
+  firstBytesTimeoutMs: 10_000,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  idleSessionTimeoutMs: 120_000,
+  maxConnections: 10_000,
 });
+
+/** File descriptors kept back from connections: Redis, the log, files, refusals. */
+const RESERVED_FILES = 256;
 
 /** A setting that cannot be used; its message names the variable. */
 export class ConfigError extends Error {
@@ -150,8 +171,12 @@ function tlsFiles(env: Env): { cert: string | undefined; key: string | undefined
   return { cert, key };
 }
 
-/** Reads the settings from environment variables; a bad value throws a ConfigError. */
-export function configFromEnv(env: Env): ServiceConfig {
+/**
+ * Reads the settings from environment variables; a bad value throws a ConfigError.
+ * `openFileLimit` (the process's limit on open files, when known) lowers the default
+ * `maxConnections` to fit in it, so that connections cannot starve Redis of sockets.
+ */
+export function configFromEnv(env: Env, openFileLimit?: number): ServiceConfig {
   const logLevel = env.LOG_LEVEL || defaultConfig.logLevel;
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")} (got "${logLevel}")`);
@@ -195,5 +220,38 @@ export function configFromEnv(env: Env): ServiceConfig {
       1,
       600_000,
     ),
+    ...clientLimits(env, openFileLimit),
+  };
+}
+
+/** The timeouts of the stages a client controls, and the connection cap. */
+function clientLimits(
+  env: Env,
+  openFileLimit: number | undefined,
+): Pick<
+  ServiceConfig,
+  | "firstBytesTimeoutMs"
+  | "headersTimeoutMs"
+  | "requestTimeoutMs"
+  | "idleSessionTimeoutMs"
+  | "maxConnections"
+> {
+  const d = defaultConfig;
+  const fitting =
+    openFileLimit === undefined
+      ? d.maxConnections
+      : Math.min(d.maxConnections, Math.max(64, openFileLimit - RESERVED_FILES));
+  return {
+    firstBytesTimeoutMs: integer(env, "FIRST_BYTES_TIMEOUT_MS", d.firstBytesTimeoutMs, 1, 600_000),
+    headersTimeoutMs: integer(env, "HEADERS_TIMEOUT_MS", d.headersTimeoutMs, 1, 600_000),
+    requestTimeoutMs: integer(env, "REQUEST_TIMEOUT_MS", d.requestTimeoutMs, 1, 3_600_000),
+    idleSessionTimeoutMs: integer(
+      env,
+      "IDLE_SESSION_TIMEOUT_MS",
+      d.idleSessionTimeoutMs,
+      1,
+      3_600_000,
+    ),
+    maxConnections: integer(env, "MAX_CONNECTIONS", fitting, 1, 1_000_000),
   };
 }

@@ -1,33 +1,29 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { ConfigError, configFromEnv } from "./config.js";
+import { ConfigError, configFromEnv, type ServiceConfig } from "./config.js";
+import { DataDirError, type DataDirLock, lockDataDir } from "./redis/data-dir-lock.js";
 import {
   RedisServerMissingError,
   type RedisServerProcess,
   startRedisServer,
 } from "./redis/redis-server-process.js";
 import { parseRedisUrl, redact } from "./redis/redis-url.js";
-import { startSuggestServer } from "./server.js";
+import { type SuggestServer, startSuggestServer } from "./server.js";
 
 /**
  * The service's entry point, and the only module that reads the environment and
- * listens. With REDIS_URL unset it runs a private redis-server (AOF, appendfsync
- * always, data under DATA_DIR) and stops it on exit; a `redis+cluster://` REDIS_URL
- * runs it on a Redis Cluster.
+ * listens. With REDIS_URL unset it locks DATA_DIR, runs a private redis-server (AOF,
+ * appendfsync always, data under DATA_DIR) and stops it on exit, and on a failed start
+ * too; a `redis+cluster://` REDIS_URL runs it on a Redis Cluster. A start that fails for
+ * a reason the operator can fix says so in one line naming the variable.
  */
 async function main(): Promise<void> {
-  let config = configFromEnv(process.env);
+  let config = configFromEnv(process.env, openFileLimit());
   if (config.authTokens.length === 0 && !isLoopback(config.host)) {
     console.log(
       `suggest-task: no AUTH_TOKENS are set, so it listens on loopback only (127.0.0.1), not on ${config.host}`,
     );
     config = { ...config, host: "127.0.0.1" };
-  }
-  let privateRedis: RedisServerProcess | undefined;
-  let redisUrl = config.redisUrl;
-  if (redisUrl === undefined) {
-    privateRedis = await startRedisServer({ dir: resolve(config.dataDir, "redis") });
-    redisUrl = privateRedis.url;
   }
   // The OpenTelemetry SDK only when an OTLP endpoint is set; else spans are no-ops.
   const tracing =
@@ -35,7 +31,26 @@ async function main(): Promise<void> {
     (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
       ? (await import("./tracing-sdk.js")).startTracing()
       : undefined;
-  const server = await startSuggestServer({ ...config, redisUrl });
+  let lock: DataDirLock | undefined;
+  let privateRedis: RedisServerProcess | undefined;
+  let server: SuggestServer;
+  let redisUrl = config.redisUrl;
+  const release = async () => {
+    await privateRedis?.stop();
+    lock?.release();
+  };
+  try {
+    if (redisUrl === undefined) {
+      lock = lockDataDir(config.dataDir);
+      privateRedis = await startRedisServer({ dir: resolve(config.dataDir, "redis") });
+      lock.noteRedis(privateRedis.pid);
+      redisUrl = privateRedis.url;
+    }
+    server = await startSuggestServer({ ...config, redisUrl });
+  } catch (err) {
+    await release();
+    throw explained(err, config);
+  }
   const parts = [
     config.authTokens.length === 0
       ? "no auth (AUTH_TOKENS unset): loopback only"
@@ -55,12 +70,44 @@ async function main(): Promise<void> {
   const stop = async (signal: string) => {
     console.log(`${signal}: shutting down`);
     await server.close();
-    await privateRedis?.stop();
+    await release();
     await tracing?.shutdown().catch(() => undefined);
     process.exit(0);
   };
   process.once("SIGINT", () => void stop("SIGINT"));
   process.once("SIGTERM", () => void stop("SIGTERM"));
+}
+
+/** A start failure the operator can fix, as a ConfigError naming the variable. */
+function explained(err: unknown, config: ServiceConfig): unknown {
+  if (err instanceof DataDirError) {
+    const hint = err.holder
+      ? `; stop it first (kill ${err.holder.pid}) or set another DATA_DIR`
+      : "";
+    return new ConfigError(`DATA_DIR ${config.dataDir} ${err.message}${hint}`);
+  }
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code === "EADDRINUSE") {
+    return new ConfigError(
+      `PORT ${config.port} is in use on ${config.host}; set PORT to a free port (0 picks one)`,
+    );
+  }
+  if (code === "EACCES" || code === "EADDRNOTAVAIL") {
+    return new ConfigError(
+      `PORT ${config.port} on HOST ${config.host} cannot be listened on (${code})`,
+    );
+  }
+  return err;
+}
+
+/** The process's limit on open files (Linux), which bounds its connections. */
+function openFileLimit(): number | undefined {
+  try {
+    const line = /^Max open files\s+(\d+)/m.exec(readFileSync("/proc/self/limits", "utf8"));
+    return line ? Number(line[1]) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** True for addresses only this machine can reach. */

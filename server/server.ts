@@ -9,17 +9,21 @@ import { defaultConfig, type ServiceConfig } from "./config.js";
 import { type ChatHost, createRemoteChatHost } from "./host/chat-host.js";
 import { EmbeddedChatHost } from "./host/embedded-host.js";
 import { traceChatHost } from "./host/traced-host.js";
+import { logDestination } from "./log-destination.js";
 import { bearerAuth } from "./pipeline/auth.js";
 import type { PipelineOptions } from "./pipeline/call-pipeline.js";
 import { configureUtf8Marking, wellFormedText } from "./pipeline/request-guard.js";
 import { createTelemetry, type Telemetry } from "./pipeline/telemetry.js";
+import { logRedisOutages } from "./redis/outage-log.js";
 import { type RedisClient, subscriberConnection } from "./redis/redis-client.js";
+import { redact } from "./redis/redis-url.js";
 import { buildServices, routesOf } from "./routes.js";
 import { PubSub } from "./store/pubsub.js";
 import { createRedisClient } from "./store/scripts.js";
 import { StartLocks } from "./store/start-locks.js";
 import { SuggestionStore } from "./store/suggestion-store.js";
 import { WatchHub } from "./store/watch-hub.js";
+import type { ClientLimits } from "./transport/connection-guard.js";
 import { createGrpcFastPath } from "./transport/grpc-fast-path.js";
 import { withSpecGrpcMessage } from "./transport/grpc-message.js";
 import type { DualHandler, StreamHandler } from "./transport/handler-types.js";
@@ -63,9 +67,8 @@ export type ServerSettings = Pick<
   > & {
     /** Where the call log goes; by default pino to stdout at `logLevel`. */
     readonly logger?: Logger;
-  } & Partial<
-    Pick<ServiceConfig, "startLockTtlMs" | "startLockMaxHoldMs" | "chatHostTimeoutMs">
-  > & {
+  } & Partial<Pick<ServiceConfig, "startLockTtlMs" | "startLockMaxHoldMs" | "chatHostTimeoutMs">> &
+  Partial<Pick<ServiceConfig, keyof ClientLimits>> & {
     readonly redisUrl: string;
   };
 
@@ -75,20 +78,17 @@ export type ServerSettings = Pick<
  */
 export async function startSuggestServer(settings: ServerSettings): Promise<SuggestServer> {
   configureUtf8Marking();
+  // Buffered unless stdout is a terminal, and flushed every second (log-destination.ts).
+  const logOut = settings.logger ? undefined : logDestination(process.stdout.isTTY === true);
   const telemetry = createTelemetry(
-    settings.logger ??
-      pino(
-        { level: settings.logLevel ?? defaultConfig.logLevel },
-        // Buffered: one write per few KB of log rather than one per call (a write per
-        // call was about 20 µs of CPU per call here); flushed on close.
-        pino.destination({ sync: false, minLength: 4096 }),
-      ),
+    settings.logger ?? pino({ level: settings.logLevel ?? defaultConfig.logLevel }, logOut?.stream),
   );
   const redis = createRedisClient(settings.redisUrl);
   redis.on("error", () => {
     // Connection errors surface on the calls that need Redis, as UNAVAILABLE.
     telemetry.redisErrors.inc();
   });
+  const stopOutageLog = logRedisOutages(redis, redact(settings.redisUrl), telemetry.logger);
   const pipeline: PipelineOptions = {
     // Telemetry first, so that it sees every call; auth before anything reads the request.
     hooks: [telemetry.hook, bearerAuth(settings.authTokens ?? []), wellFormedText],
@@ -157,6 +157,14 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
     tcp.once("error", reject);
     tcp.listen(settings.port, settings.host, () => resolve());
   });
+  // Accepting can fail (EMFILE when the process is out of file descriptors); the server
+  // goes on listening, and an unhandled 'error' would end the process. Said every 5 s at most.
+  let acceptWarnedAt = 0;
+  tcp.on("error", (err) => {
+    if (Date.now() - acceptWarnedAt < 5_000) return;
+    acceptWarnedAt = Date.now();
+    telemetry.logger.warn({ err }, "accepting a connection failed");
+  });
   const { port } = tcp.address() as AddressInfo;
   const host4url = settings.host.includes(":") ? `[${settings.host}]` : settings.host;
 
@@ -187,9 +195,12 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
       for (const socket of sockets) socket.destroy();
       for (const session of sessions) session.destroy();
       await stopped;
+      h1?.close();
       await watchHub.close();
       await pubsub.close();
+      stopOutageLog();
       await redis.quit().catch(() => redis.disconnect());
+      logOut?.stop();
       await new Promise<void>((resolve) => telemetry.logger.flush(() => resolve()));
     })();
     return closing;
@@ -209,7 +220,12 @@ async function listener(
   fastPath: StreamHandler | undefined,
 ): Promise<OnePortServer> {
   if (settings.tlsCertFile === undefined || settings.tlsKeyFile === undefined) {
-    return createOnePortServer(handler, { settings: H2_SETTINGS, maxSessionMemory: 64 }, fastPath);
+    return createOnePortServer(
+      handler,
+      { settings: H2_SETTINGS, maxSessionMemory: 64 },
+      fastPath,
+      clientLimitsOf(settings),
+    );
   }
   const [cert, key] = await Promise.all([
     readFile(settings.tlsCertFile),
@@ -221,6 +237,17 @@ async function listener(
     settings: H2_SETTINGS,
     maxSessionMemory: 64,
   });
+}
+
+/** The client limits of the settings, the defaults for those unset. */
+function clientLimitsOf(settings: ServerSettings): ClientLimits {
+  return {
+    firstBytesTimeoutMs: settings.firstBytesTimeoutMs ?? defaultConfig.firstBytesTimeoutMs,
+    headersTimeoutMs: settings.headersTimeoutMs ?? defaultConfig.headersTimeoutMs,
+    requestTimeoutMs: settings.requestTimeoutMs ?? defaultConfig.requestTimeoutMs,
+    idleSessionTimeoutMs: settings.idleSessionTimeoutMs ?? defaultConfig.idleSessionTimeoutMs,
+    maxConnections: settings.maxConnections ?? defaultConfig.maxConnections,
+  };
 }
 
 /**

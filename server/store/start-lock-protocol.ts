@@ -21,7 +21,9 @@ export interface StartLockSettings {
 
 /** The defaults, frozen: the service's settings (config.ts) start from these. */
 export const defaultStartLockSettings: Readonly<StartLockSettings> = Object.freeze({
-  ttlMs: 10_000,
+  // Short, so that a holder that dies stops blocking the others within about 1.5 s; its
+  // renewals every 500 ms leave room for two lost ones (test/e2e/start-crash.test.ts).
+  ttlMs: 1_500,
   maxHoldMs: 60_000,
 });
 

@@ -1,7 +1,14 @@
 import http from "node:http";
 import http2 from "node:http2";
 import { createServer, type Server, type Socket } from "node:net";
+import {
+  type ClientLimits,
+  connectionCap,
+  firstBytesTimer,
+  guardSession,
+} from "./connection-guard.js";
 import type { DualHandler, StreamHandler } from "./handler-types.js";
+import { withRequestBodyGuard } from "./request-deadline.js";
 
 /** The client preface every HTTP/2 connection with prior knowledge opens with. */
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -43,12 +50,31 @@ export function createOnePortServer(
   handler: DualHandler,
   h2Options: http2.ServerOptions = {},
   streamHandler?: StreamHandler,
+  limits?: ClientLimits,
 ): OnePortServer & { readonly h1: http.Server; readonly h2: http2.Http2Server } {
-  const h1 = http.createServer(handler);
+  const h1 =
+    limits === undefined
+      ? http.createServer(handler)
+      : http.createServer(
+          {
+            headersTimeout: limits.headersTimeoutMs,
+            // The body's own timer (withRequestBodyGuard) answers in the call's protocol.
+            requestTimeout: 0,
+            connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+          },
+          withRequestBodyGuard(handler, limits.requestTimeoutMs),
+        );
+  // http.Server starts checking its connections' header timeouts when it listens; this
+  // one never does (the TCP server below listens), so it is told it does.
+  if (limits !== undefined) h1.emit("listening");
   const h2 = withStreamHandler(http2.createServer(h2Options), handler, streamHandler);
+  if (limits !== undefined) h2.on("session", (session) => guardSession(session, limits));
+  const admit = limits === undefined ? () => true : connectionCap(limits.maxConnections);
   // noDelay: without it Nagle's algorithm holds small response frames back until the
   // client's delayed ACK, about 40 ms per call (http.Server sets it; net.Server does not).
-  const tcp = createServer({ noDelay: true }, (socket) => route(socket, h1, h2));
+  const tcp = createServer({ noDelay: true }, (socket) => {
+    if (admit(socket)) route(socket, h1, h2, limits?.firstBytesTimeoutMs);
+  });
   return { tcp, h1, h2 };
 }
 
@@ -80,14 +106,25 @@ function withStreamHandler<S extends http2.Http2Server | http2.Http2SecureServer
   return server;
 }
 
-function route(socket: Socket, h1: http.Server, h2: http2.Http2Server): void {
+function route(
+  socket: Socket,
+  h1: http.Server,
+  h2: http2.Http2Server,
+  firstBytesTimeoutMs: number | undefined,
+): void {
   let head = Buffer.alloc(0);
-  const onError = () => socket.destroy();
+  const routed =
+    firstBytesTimeoutMs === undefined ? () => {} : firstBytesTimer(socket, firstBytesTimeoutMs);
+  const onError = () => {
+    routed();
+    socket.destroy();
+  };
   const onData = (chunk: Buffer) => {
     head = Buffer.concat([head, chunk]);
     const n = Math.min(head.length, H2_PREFACE.length);
     const isH2 = head.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
     if (isH2 && n < H2_PREFACE.length) return;
+    routed();
     socket.off("data", onData);
     socket.off("error", onError);
     // Put the bytes back and hand the socket over. The HTTP/2 session reads them from the

@@ -33,11 +33,8 @@ afterEach(async () => {
 });
 
 /** A service process on the shared Redis whose chat host is the test host. */
-async function spawnVictim(): Promise<Clients> {
-  victim = await spawnService(sharedRedisUrl(), {
-    CHAT_HOST_URL: testHost.url,
-    START_LOCK_TTL_MS: "500",
-  });
+async function spawnVictim(env: Record<string, string> = { START_LOCK_TTL_MS: "500" }) {
+  victim = await spawnService(sharedRedisUrl(), { CHAT_HOST_URL: testHost.url, ...env });
   return grpcClients(victim.url);
 }
 
@@ -51,9 +48,15 @@ async function offered(c: Clients) {
   return { sessionId, suggestionId: id };
 }
 
-test("killed after the chat was created, before started was recorded: a later Start answers that chat, brief once", async () => {
-  const c = await spawnVictim();
-  const { sessionId, suggestionId } = await offered(c);
+/**
+ * Starts the offer on the victim and kill -9s it once the host made the chat, before
+ * the victim heard back; answers the chat.
+ */
+async function killedAfterCreateChat(
+  c: Clients,
+  sessionId: string,
+  suggestionId: string,
+): Promise<string> {
   const created = gate<string>();
   const killed = gate();
   testHost.hooks.afterCreateChat = async (_request, response) => {
@@ -67,6 +70,13 @@ test("killed after the chat was created, before started was recorded: a later St
   killed.open();
   testHost.hooks.afterCreateChat = undefined;
   expect(await doomed).toBeInstanceOf(ConnectError);
+  return chatId;
+}
+
+test("killed after the chat was created, before started was recorded: a later Start answers that chat, brief once", async () => {
+  const c = await spawnVictim();
+  const { sessionId, suggestionId } = await offered(c);
+  const chatId = await killedAfterCreateChat(c, sessionId, suggestionId);
 
   // What the crash left: a chat without a brief, an open offer, the dead holder's lock.
   expect((await testHost.clients.local.getChat({ chatId })).chat?.messages).toEqual([]);
@@ -120,4 +130,19 @@ test("killed after started was recorded, before the brief was posted: a later St
     [MessageAuthor.SUGGESTION, "Do the follow-up."],
   ]);
   expect(chat?.messages[0]?.origin).toMatchObject({ sessionId, suggestionId });
+});
+
+test("with the default lock lifetime, a holder killed mid-Start stops blocking within about two seconds, one chat", async () => {
+  const c = await spawnVictim({});
+  const { sessionId, suggestionId } = await offered(c);
+  const chatId = await killedAfterCreateChat(c, sessionId, suggestionId);
+  const killedAt = Date.now();
+  expect(await survivor.redis.exists(startLockKey(sessionId, suggestionId))).toBe(1);
+
+  const res = await survivor.clients.suggestions.startSuggestion({ sessionId, suggestionId });
+  const waitedMs = Date.now() - killedAt;
+  expect(res.chatId).toBe(chatId);
+  expect(waitedMs).toBeLessThan(3_000);
+  const { chat } = await testHost.clients.local.getChat({ chatId });
+  expect(chat?.messages.map((m) => m.text)).toEqual(["Do the follow-up."]);
 });

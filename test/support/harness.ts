@@ -134,10 +134,12 @@ export interface ServiceProcess {
 /**
  * Spawns `server/main.ts` on a free port against `redisUrl` (undefined: the service
  * starts its own private redis-server, as `npm start` does); resolves once it listens.
+ * `wrapper` runs it under a command that execs it (e.g. `prlimit --nofile=1024:1024`).
  */
 export async function spawnService(
   redisUrl: string | undefined,
   env: Record<string, string> = {},
+  wrapper: readonly string[] = [],
 ): Promise<ServiceProcess & { readonly output: () => string }> {
   const port = await freePort();
   const childEnv: Record<string, string | undefined> = {
@@ -148,7 +150,8 @@ export async function spawnService(
     ...env,
   };
   if (redisUrl === undefined) delete childEnv.REDIS_URL;
-  const child = spawn(process.execPath, ["--import", "tsx", "server/main.ts"], {
+  const command = [...wrapper, process.execPath, "--import", "tsx", "server/main.ts"];
+  const child = spawn(command[0] as string, command.slice(1), {
     env: childEnv,
     stdio: ["ignore", "pipe", "pipe"],
   });
