@@ -20,7 +20,7 @@ export interface ServiceConfig {
   readonly dataDir: string;
   /** The largest request body accepted, in bytes. */
   readonly readMaxBytes: number;
-  /** The longest deadline a caller may ask for, in ms. */
+  /** The most the service works on one unary call, in ms; a longer caller deadline is accepted and its work stops here. */
   readonly maxTimeoutMs: number;
   /** How long shutdown waits for calls in flight, in ms. */
   readonly shutdownGraceMs: number;

@@ -17,6 +17,7 @@ import { buildServices, routesOf } from "./routes.js";
 import { StartLocks } from "./store/start-locks.js";
 import { SuggestionStore } from "./store/suggestion-store.js";
 import { WatchHub } from "./store/watch-hub.js";
+import { withTimerSafeDeadlines } from "./transport/call-timeout.js";
 import { createGrpcFastPath, type StreamHandler } from "./transport/grpc-fast-path.js";
 import { withSpecGrpcMessage } from "./transport/grpc-message.js";
 import {
@@ -88,6 +89,8 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
     // Telemetry first, so that it sees every call; auth before anything reads the request.
     hooks: [telemetry.hook, bearerAuth(settings.authTokens ?? []), wellFormedText],
     defaultDeadlineMs: settings.defaultDeadlineMs ?? defaultConfig.defaultDeadlineMs,
+    // The cap on a unary call's own work; a longer caller's deadline is accepted.
+    maxDeadlineMs: settings.maxTimeoutMs,
   };
   const store = new SuggestionStore(redis);
   // One subscriber connection for every watcher of this instance (test/e2e/watch-scale.test.ts).
@@ -113,17 +116,20 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
       ? undefined
       : createGrpcFastPath(services, {
           readMaxBytes: settings.readMaxBytes,
-          maxTimeoutMs: settings.maxTimeoutMs,
           shutdownSignal: shutdown.signal,
         });
   const handler = connectNodeAdapter({
     routes: routesOf(services),
     fallback: metricsFallback(telemetry),
     readMaxBytes: settings.readMaxBytes,
-    maxTimeoutMs: settings.maxTimeoutMs,
+    // No maxTimeoutMs: connect-node would refuse longer deadlines (INVALID_ARGUMENT).
     shutdownSignal: shutdown.signal,
   });
-  const { tcp, h1, h2 } = await listener(settings, withSpecGrpcMessage(handler), fastPath);
+  const { tcp, h1, h2 } = await listener(
+    settings,
+    withTimerSafeDeadlines(withSpecGrpcMessage(handler)),
+    fastPath,
+  );
   const sessions = new Set<Http2Session>();
   let lastStreamAt = 0;
   h2.on("stream", () => {
