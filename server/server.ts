@@ -1,8 +1,6 @@
 import { setMaxListeners } from "node:events";
 import { readFile } from "node:fs/promises";
-import { type Http2Session, constants as http2constants } from "node:http2";
-import { type AddressInfo, Server as NetServer, type Socket } from "node:net";
-import { setTimeout as delay } from "node:timers/promises";
+import type { AddressInfo } from "node:net";
 import { type ConnectNodeAdapterOptions, connectNodeAdapter } from "@connectrpc/connect-node";
 import { type Logger, pino } from "pino";
 import { defaultConfig, type ServiceConfig } from "./config.js";
@@ -18,6 +16,7 @@ import { StartLocks } from "./store/start-locks.js";
 import { SuggestionStore } from "./store/suggestion-store.js";
 import { WatchHub } from "./store/watch-hub.js";
 import { withTimerSafeDeadlines } from "./transport/call-timeout.js";
+import { followConnections } from "./transport/drain.js";
 import { createGrpcFastPath, type StreamHandler } from "./transport/grpc-fast-path.js";
 import { withSpecGrpcMessage } from "./transport/grpc-message.js";
 import {
@@ -125,31 +124,13 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
     // No maxTimeoutMs: connect-node would refuse longer deadlines (INVALID_ARGUMENT).
     shutdownSignal: shutdown.signal,
   });
-  const { tcp, h1, h2 } = await listener(
+  const server = await listener(
     settings,
     withTimerSafeDeadlines(withSpecGrpcMessage(handler)),
     fastPath,
   );
-  const sessions = new Set<Http2Session>();
-  let lastStreamAt = 0;
-  h2.on("stream", () => {
-    lastStreamAt = Date.now();
-  });
-  let draining = false;
-  const drainNotice = (session: Http2Session) => {
-    if (!session.closed) session.goaway(http2constants.NGHTTP2_NO_ERROR, 2 ** 31 - 1);
-  };
-  h2.on("session", (session: Http2Session) => {
-    sessions.add(session);
-    // A connection that was on its way when the shutdown began gets the notice too.
-    if (draining) drainNotice(session);
-    session.once("close", () => sessions.delete(session));
-  });
-  const sockets = new Set<Socket>();
-  tcp.on("connection", (socket: Socket) => {
-    sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
-  });
+  const connections = followConnections(server);
+  const { tcp } = server;
   await new Promise<void>((resolve, reject) => {
     tcp.once("error", reject);
     tcp.listen(settings.port, settings.host, () => resolve());
@@ -160,30 +141,11 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
-      // Stop accepting connections; the HTTP servers' own close() would end sessions early.
-      const stopped = new Promise((resolve) => NetServer.prototype.close.call(tcp, resolve));
-      h1?.closeIdleConnections();
-      // Two GOAWAYs, as RFC 9113 section 6.8 suggests: the first, naming the highest
-      // stream id, tells clients to open no more streams here without refusing any that
-      // are already on the way; the second, a moment later, closes the session once the
-      // streams in flight finish. A stream refused outright would reach some clients as
-      // INTERNAL rather than UNAVAILABLE (test/e2e/shutdown.test.ts).
-      draining = true;
-      for (const session of sessions) drainNotice(session);
-      // Until clients have acted on it: no new stream for a while (or the grace is out).
-      const quietBy = Date.now() + settings.shutdownGraceMs / 2;
-      do await delay(25);
-      while (Date.now() - lastStreamAt < 100 && Date.now() < quietBy);
-      for (const session of sessions) session.close();
-      shutdown.abort();
-      const deadline = Date.now() + settings.shutdownGraceMs;
-      while (sockets.size > 0 && Date.now() < deadline) {
-        h1?.closeIdleConnections();
-        await delay(25);
-      }
-      for (const socket of sockets) socket.destroy();
-      for (const session of sessions) session.destroy();
-      await stopped;
+      await connections.drain({
+        graceMs: settings.shutdownGraceMs,
+        // Watch streams end once clients have stopped opening new ones.
+        onStreamsClosing: () => shutdown.abort(),
+      });
       await watchHub.close();
       await startLocks.close();
       await redis.quit().catch(() => redis.disconnect());
@@ -212,12 +174,11 @@ async function listener(
     readFile(settings.tlsCertFile),
     readFile(settings.tlsKeyFile),
   ]);
-  return createTlsOnePortServer(handler, {
-    cert,
-    key,
-    settings: H2_SETTINGS,
-    maxSessionMemory: 64,
-  });
+  return createTlsOnePortServer(
+    handler,
+    { cert, key, settings: H2_SETTINGS, maxSessionMemory: 64 },
+    fastPath,
+  );
 }
 
 /** Serves `GET /metrics` (Prometheus text) beside the RPCs; anything else is 404. */
