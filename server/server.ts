@@ -1,21 +1,22 @@
 import { setMaxListeners } from "node:events";
 import { readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
-import { type ConnectNodeAdapterOptions, connectNodeAdapter } from "@connectrpc/connect-node";
+import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
 import { type Logger, pino } from "pino";
 import { defaultConfig, type ServiceConfig } from "./config.js";
 import { type ChatHost, createRemoteChatHost } from "./host/chat-host.js";
 import { EmbeddedChatHost } from "./host/embedded-host.js";
 import { bearerAuth } from "./pipeline/auth.js";
 import type { PipelineOptions } from "./pipeline/call-pipeline.js";
-import { configureUtf8Marking, wellFormedText } from "./pipeline/request-guard.js";
+import { configureUtf8Marking } from "./pipeline/request-guard.js";
 import { createTelemetry, type Telemetry } from "./pipeline/telemetry.js";
 import { createRedisClient, type RedisClient, subscriberConnection } from "./redis/redis-client.js";
-import { buildServices, routesOf } from "./routes.js";
+import { buildServices, type RoutesDeps, routesOf } from "./routes.js";
 import { StartLocks } from "./store/start-locks.js";
 import { SuggestionStore } from "./store/suggestion-store.js";
 import { WatchHub } from "./store/watch-hub.js";
 import { withTimerSafeDeadlines } from "./transport/call-timeout.js";
+import { createConnectAdapter } from "./transport/connect-adapter.js";
 import { followConnections } from "./transport/drain.js";
 import { createGrpcFastPath, type StreamHandler } from "./transport/grpc-fast-path.js";
 import { withSpecGrpcMessage } from "./transport/grpc-message.js";
@@ -66,10 +67,70 @@ export type ServerSettings = Pick<
 
 /**
  * Wires the service: Redis, the chat host (remote or embedded), the routes and one port
- * serving gRPC, Connect and gRPC-Web over h2c and HTTP/1.1. Resolves once it listens.
+ * serving gRPC, Connect and gRPC-Web over h2c and HTTP/1.1 (or TLS). Start-up runs in
+ * named steps: the request text decoder, the parts, the transports, listening.
+ * Resolves once it listens.
  */
 export async function startSuggestServer(settings: ServerSettings): Promise<SuggestServer> {
+  // Start-up step 1, process-wide: invalid UTF-8 in a request is refused naming its field
+  // (server/pipeline/request-guard.ts); clients in the process decode as usual.
   configureUtf8Marking();
+  const parts = createParts(settings);
+  const shutdown = new AbortController();
+  // Every call in flight (each watcher, too) listens to it until it ends.
+  setMaxListeners(0, shutdown.signal);
+  const services = buildServices(parts);
+  const fastPath =
+    settings.grpcFastPath === false
+      ? undefined
+      : createGrpcFastPath(services, {
+          readMaxBytes: settings.readMaxBytes,
+          shutdownSignal: shutdown.signal,
+        });
+  const handler = createConnectAdapter({
+    routes: routesOf(services),
+    fallback: metricsFallback(parts.telemetry),
+    readMaxBytes: settings.readMaxBytes,
+    shutdownSignal: shutdown.signal,
+  });
+  const server = await listener(
+    settings,
+    withTimerSafeDeadlines(withSpecGrpcMessage(handler)),
+    fastPath,
+  );
+  const connections = followConnections(server);
+  const port = await listen(server, settings);
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      await connections.drain({
+        graceMs: settings.shutdownGraceMs,
+        // Watch streams end once clients have stopped opening new ones.
+        onStreamsClosing: () => shutdown.abort(),
+      });
+      await parts.watchHub.close();
+      await parts.startLocks.close();
+      await parts.redis.quit().catch(() => parts.redis.disconnect());
+      await new Promise<void>((resolve) => parts.telemetry.logger.flush(() => resolve()));
+    })();
+    return closing;
+  };
+  const scheme = settings.tlsCertFile === undefined ? "http" : "https";
+  const hostInUrl = settings.host.includes(":") ? `[${settings.host}]` : settings.host;
+  const { redis, telemetry } = parts;
+  return { url: `${scheme}://${hostInUrl}:${port}`, port, redis, telemetry, close };
+}
+
+/** What the routes are built from, and what shutdown closes. */
+type Parts = RoutesDeps & {
+  readonly telemetry: Telemetry;
+  readonly redis: RedisClient;
+  readonly watchHub: WatchHub;
+  readonly startLocks: StartLocks;
+};
+
+/** Telemetry, Redis, the store, the chat host, the watch hub, the start locks, the pipeline. */
+function createParts(settings: ServerSettings): Parts {
   const telemetry = createTelemetry(
     settings.logger ??
       pino(
@@ -86,7 +147,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   });
   const pipeline: PipelineOptions = {
     // Telemetry first, so that it sees every call; auth before anything reads the request.
-    hooks: [telemetry.hook, bearerAuth(settings.authTokens ?? []), wellFormedText],
+    hooks: [telemetry.hook, bearerAuth(settings.authTokens ?? [])],
     defaultDeadlineMs: settings.defaultDeadlineMs ?? defaultConfig.defaultDeadlineMs,
     // The cap on a unary call's own work; a longer caller's deadline is accepted.
     maxDeadlineMs: settings.maxTimeoutMs,
@@ -106,56 +167,17 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
     ttlMs: settings.startLockTtlMs ?? defaultConfig.startLockTtlMs,
     maxHoldMs: settings.startLockMaxHoldMs ?? defaultConfig.startLockMaxHoldMs,
   });
-  const shutdown = new AbortController();
-  // Every call in flight (each watcher, too) listens to it until it ends.
-  setMaxListeners(0, shutdown.signal);
-  const services = buildServices({ store, host, embeddedHost, watchHub, startLocks, pipeline });
-  const fastPath =
-    settings.grpcFastPath === false
-      ? undefined
-      : createGrpcFastPath(services, {
-          readMaxBytes: settings.readMaxBytes,
-          shutdownSignal: shutdown.signal,
-        });
-  const handler = connectNodeAdapter({
-    routes: routesOf(services),
-    fallback: metricsFallback(telemetry),
-    readMaxBytes: settings.readMaxBytes,
-    // No maxTimeoutMs: connect-node would refuse longer deadlines (INVALID_ARGUMENT).
-    shutdownSignal: shutdown.signal,
-  });
-  const server = await listener(
-    settings,
-    withTimerSafeDeadlines(withSpecGrpcMessage(handler)),
-    fastPath,
-  );
-  const connections = followConnections(server);
+  return { telemetry, redis, store, host, embeddedHost, watchHub, startLocks, pipeline };
+}
+
+/** Listens on the configured address; resolves the port. */
+async function listen(server: OnePortServer, settings: ServerSettings): Promise<number> {
   const { tcp } = server;
   await new Promise<void>((resolve, reject) => {
     tcp.once("error", reject);
     tcp.listen(settings.port, settings.host, () => resolve());
   });
-  const { port } = tcp.address() as AddressInfo;
-  const host4url = settings.host.includes(":") ? `[${settings.host}]` : settings.host;
-
-  let closing: Promise<void> | undefined;
-  const close = () => {
-    closing ??= (async () => {
-      await connections.drain({
-        graceMs: settings.shutdownGraceMs,
-        // Watch streams end once clients have stopped opening new ones.
-        onStreamsClosing: () => shutdown.abort(),
-      });
-      await watchHub.close();
-      await startLocks.close();
-      await redis.quit().catch(() => redis.disconnect());
-      await new Promise<void>((resolve) => telemetry.logger.flush(() => resolve()));
-    })();
-    return closing;
-  };
-
-  const scheme = settings.tlsCertFile === undefined ? "http" : "https";
-  return { url: `${scheme}://${host4url}:${port}`, port, redis, telemetry, close };
+  return (tcp.address() as AddressInfo).port;
 }
 
 /** HTTP/2 settings sized for many concurrent streams (watchers) per connection. */
