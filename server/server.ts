@@ -15,7 +15,6 @@ import { buildServices, type RoutesDeps, routesOf } from "./routes.js";
 import { StartLocks } from "./store/start-locks.js";
 import { SuggestionStore } from "./store/suggestion-store.js";
 import { WatchHub } from "./store/watch-hub.js";
-import { withTimerSafeDeadlines } from "./transport/call-timeout.js";
 import { createConnectAdapter } from "./transport/connect-adapter.js";
 import { followConnections } from "./transport/drain.js";
 import { createGrpcFastPath, type StreamHandler } from "./transport/grpc-fast-path.js";
@@ -93,11 +92,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
     readMaxBytes: settings.readMaxBytes,
     shutdownSignal: shutdown.signal,
   });
-  const server = await listener(
-    settings,
-    withTimerSafeDeadlines(withSpecGrpcMessage(handler)),
-    fastPath,
-  );
+  const server = await listener(settings, withSpecGrpcMessage(handler), fastPath);
   const connections = followConnections(server);
   const port = await listen(server, settings);
   let closing: Promise<void> | undefined;

@@ -1,6 +1,6 @@
+import type { IncomingHttpHeaders } from "node:http";
 import type { ConnectError } from "@connectrpc/connect";
 import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
-import type { DualHandler } from "./one-port.js";
 
 /**
  * The longest timer Node keeps (2^31 - 1 ms, about 24.8 days): a longer `setTimeout`
@@ -33,21 +33,13 @@ const MAX_GRPC_TIMEOUT = `${Math.floor(MAX_TIMER_MS / 1000)}S`;
  * would refuse deadlines above it; the service's own work is bounded by the call
  * pipeline instead (server/pipeline/deadlines.ts).
  */
-export function withTimerSafeDeadlines(handler: DualHandler): DualHandler {
-  return (req, res) => {
-    const headers = req.headers;
-    const grpc = headers["grpc-timeout"];
-    if (typeof grpc === "string" && (callerTimeout(grpc).timeoutMs ?? 0) >= MAX_TIMER_MS) {
-      headers["grpc-timeout"] = MAX_GRPC_TIMEOUT;
-    }
-    const connect = headers["connect-timeout-ms"];
-    if (
-      typeof connect === "string" &&
-      /^\d{1,10}$/.test(connect) &&
-      Number(connect) > MAX_TIMER_MS
-    ) {
-      headers["connect-timeout-ms"] = String(MAX_TIMER_MS);
-    }
-    handler(req, res);
-  };
+export function holdDeadlineHeaders(headers: IncomingHttpHeaders): void {
+  const grpc = headers["grpc-timeout"];
+  if (typeof grpc === "string" && (callerTimeout(grpc).timeoutMs ?? 0) >= MAX_TIMER_MS) {
+    headers["grpc-timeout"] = MAX_GRPC_TIMEOUT;
+  }
+  const connect = headers["connect-timeout-ms"];
+  if (typeof connect === "string" && /^\d{1,10}$/.test(connect) && Number(connect) > MAX_TIMER_MS) {
+    headers["connect-timeout-ms"] = String(MAX_TIMER_MS);
+  }
 }

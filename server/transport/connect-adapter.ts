@@ -8,6 +8,7 @@ import {
   universalRequestFromNodeRequest,
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
+import { holdDeadlineHeaders } from "./call-timeout.js";
 import type { DualHandler } from "./one-port.js";
 import { parseRequestMessage, REQUEST_READ_OPTIONS } from "./request-message.js";
 
@@ -30,7 +31,9 @@ export type ConnectAdapterOptions = Pick<
  *   and parsed by `parseRequestMessage` before connect-node sees it;
  * - a JSON body that is not valid UTF-8 is INVALID_ARGUMENT (connect-node would decode
  *   it with U+FFFD in place of the bad bytes and record that);
- * - unknown fields are dropped as messages are parsed.
+ * - unknown fields are dropped as messages are parsed;
+ * - a caller's deadline is accepted however long (no `maxTimeoutMs`), held at what a
+ *   Node timer can wait (`holdDeadlineHeaders`).
  * Pinned by test/e2e/bad-input.test.ts.
  */
 export function createConnectAdapter(options: ConnectAdapterOptions): DualHandler {
@@ -53,6 +56,7 @@ export function createConnectAdapter(options: ConnectAdapterOptions): DualHandle
       else res.writeHead(404).end();
       return;
     }
+    holdDeadlineHeaders(req.headers);
     const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
     handler(checkedRequest(uReq, handler, options.readMaxBytes))
       .then((uRes) => universalResponseToNodeResponse(uRes, res))
