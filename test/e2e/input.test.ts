@@ -1,5 +1,4 @@
 import http from "node:http";
-import http2 from "node:http2";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
 import { Code, createClient } from "@connectrpc/connect";
@@ -21,6 +20,7 @@ import {
   startTestServer,
   uniqueId,
 } from "../support/harness.js";
+import { grpcFrame, rawGrpc } from "../support/raw-grpc.js";
 
 // A Redis of this file's own, so that "nothing recorded" is an exact count of keys.
 let redisServer: Awaited<ReturnType<typeof ownRedis>>;
@@ -58,47 +58,6 @@ function invalidUtf8Request(sessionId: string): Buffer {
 
 /** Bytes that are no protobuf message: field 1, length-delimited, whose length runs out. */
 const UNPARSABLE = Buffer.from([0x0a, 0xff]);
-
-const envelope = (message: Buffer) => {
-  const frame = Buffer.alloc(5 + message.length);
-  frame.writeUInt32BE(message.length, 1);
-  message.copy(frame, 5);
-  return frame;
-};
-
-/** One binary gRPC call over HTTP/2; the status code and message. */
-async function grpcOverH2(url: string, path: string, message: Buffer, extra = {}) {
-  const session = http2.connect(url);
-  try {
-    return await new Promise<{ code: number; message: string }>((resolve, reject) => {
-      const stream = session.request({
-        ":method": "POST",
-        ":path": path,
-        "content-type": "application/grpc",
-        te: "trailers",
-        ...extra,
-      });
-      let headers: http2.IncomingHttpHeaders = {};
-      stream.on("response", (h) => {
-        headers = h;
-      });
-      stream.on("trailers", (t) => {
-        headers = { ...headers, ...t };
-      });
-      stream.on("data", () => {});
-      stream.on("end", () =>
-        resolve({
-          code: Number(headers["grpc-status"]),
-          message: decodeURIComponent(String(headers["grpc-message"] ?? "")),
-        }),
-      );
-      stream.on("error", reject);
-      stream.end(envelope(message));
-    });
-  } finally {
-    session.close();
-  }
-}
 
 /** One POST over HTTP/1.1; the status, headers, trailers and body. */
 function overH1(url: string, path: string, headers: Record<string, string>, body: Buffer) {
@@ -146,7 +105,13 @@ const PROTOCOLS: [
   string,
   (url: string, message: Buffer) => Promise<{ code: number; message: string }>,
 ][] = [
-  ["binary gRPC over HTTP/2", (url, m) => grpcOverH2(url, SUGGEST_TASK, m)],
+  [
+    "binary gRPC over HTTP/2",
+    async (url, m) => {
+      const { code, message } = await rawGrpc(url, SUGGEST_TASK, m);
+      return { code, message };
+    },
+  ],
   [
     "gRPC over HTTP/1.1",
     async (url, m) => {
@@ -154,7 +119,7 @@ const PROTOCOLS: [
         url,
         SUGGEST_TASK,
         { "content-type": "application/grpc", te: "trailers" },
-        envelope(m),
+        grpcFrame(m),
       );
       const status = res.trailers["grpc-status"] ?? String(res.headers["grpc-status"] ?? "");
       const message = res.trailers["grpc-message"] ?? String(res.headers["grpc-message"] ?? "");
@@ -168,7 +133,7 @@ const PROTOCOLS: [
         url,
         SUGGEST_TASK,
         { "content-type": "application/grpc-web+proto" },
-        envelope(m),
+        grpcFrame(m),
       );
       if (res.headers["grpc-status"] !== undefined) {
         return {
