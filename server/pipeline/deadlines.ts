@@ -38,29 +38,68 @@ export function withinBudget<T>(
   const callerMs = context.timeoutMs();
   const budgetMs = Math.min(callerMs ?? deadlines.defaultDeadlineMs, deadlines.maxDeadlineMs);
   if (callerMs !== undefined && callerMs <= budgetMs) return work(context);
-  const until = Date.now() + budgetMs;
-  let controller: AbortController | undefined;
+  const bounded = new BudgetContext(context, Date.now() + budgetMs);
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const error = pastBudget();
-      controller?.abort(error);
-      reject(error);
-    }, budgetMs);
-  });
-  let signal: AbortSignal | undefined;
-  const bounded: HandlerContext = Object.create(context, {
-    timeoutMs: { value: () => until - Date.now() },
-    signal: {
-      get() {
-        if (signal === undefined) {
-          controller = new AbortController();
-          if (Date.now() >= until) controller.abort(pastBudget());
-          signal = AbortSignal.any([context.signal, controller.signal]);
-        }
-        return signal;
-      },
-    },
+    timer = setTimeout(() => reject(bounded.expire()), budgetMs);
   });
   return Promise.race([work(bounded), expired]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * The caller's context with the service's budget: `timeoutMs()` counts down to it, and
+ * `signal` (made when first read) aborts at it or with the caller's own signal. A class
+ * of getters rather than a copy: a copy per call cost about 3 µs here.
+ */
+class BudgetContext implements HandlerContext {
+  private controller: AbortController | undefined;
+  private combined: AbortSignal | undefined;
+  private expired = false;
+  constructor(
+    private readonly inner: HandlerContext,
+    private readonly until: number,
+  ) {}
+  /** The budget ran out: the signal aborts; answers the error the call ends with. */
+  expire(): ConnectError {
+    const error = pastBudget();
+    this.expired = true;
+    this.controller?.abort(error);
+    return error;
+  }
+  get signal(): AbortSignal {
+    if (this.combined === undefined) {
+      this.controller = new AbortController();
+      if (this.expired) this.controller.abort(pastBudget());
+      this.combined = AbortSignal.any([this.inner.signal, this.controller.signal]);
+    }
+    return this.combined;
+  }
+  readonly timeoutMs = (): number => this.until - Date.now();
+  get method() {
+    return this.inner.method;
+  }
+  get service() {
+    return this.inner.service;
+  }
+  get requestMethod() {
+    return this.inner.requestMethod;
+  }
+  get requestHeader() {
+    return this.inner.requestHeader;
+  }
+  get responseHeader() {
+    return this.inner.responseHeader;
+  }
+  get responseTrailer() {
+    return this.inner.responseTrailer;
+  }
+  get protocolName() {
+    return this.inner.protocolName;
+  }
+  get values() {
+    return this.inner.values;
+  }
+  get url() {
+    return this.inner.url;
+  }
 }
