@@ -154,7 +154,11 @@ function createParts(settings: ServerSettings): Parts {
   const host: ChatHost =
     embeddedHost ??
     createRemoteChatHost(settings.chatHostUrl as string, {
-      timeoutMs: settings.chatHostTimeoutMs ?? defaultConfig.chatHostTimeoutMs,
+      // Each host call within the cap on a call's own work, never the caller's longer deadline.
+      timeoutMs: Math.min(
+        settings.chatHostTimeoutMs ?? defaultConfig.chatHostTimeoutMs,
+        settings.maxTimeoutMs,
+      ),
       token: settings.chatHostToken,
     });
   // One subscriber connection for every Start waiting on a lock (test/rpc/start-concurrency.test.ts).
