@@ -1,5 +1,5 @@
 import type { DescMessage } from "@bufbuild/protobuf";
-import { type ConnectRouter, createConnectRouter } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter, createConnectRouter } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
 import {
   type ConnectNodeAdapterOptions,
@@ -60,8 +60,13 @@ export function createConnectAdapter(options: ConnectAdapterOptions): DualHandle
     const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
     handler(checkedRequest(uReq, handler, options.readMaxBytes))
       .then((uRes) => universalResponseToNodeResponse(uRes, res))
-      .catch(() => {
-        // The client went away, or the response could not be written: nothing to answer.
+      .catch((reason: unknown) => {
+        // A client that went away is no failure; anything else is logged, as connect-node does.
+        if (ConnectError.from(reason).code === Code.Aborted) return;
+        console.error(
+          `handler for rpc ${handler.method.name} of ${handler.service.typeName} failed`,
+          reason,
+        );
       });
   };
 }
