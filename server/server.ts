@@ -8,7 +8,6 @@ import { type ChatHost, createRemoteChatHost } from "./host/chat-host.js";
 import { EmbeddedChatHost } from "./host/embedded-host.js";
 import { bearerAuth } from "./pipeline/auth.js";
 import type { PipelineOptions } from "./pipeline/call-pipeline.js";
-import { configureUtf8Marking } from "./pipeline/request-guard.js";
 import { createTelemetry, type Telemetry } from "./pipeline/telemetry.js";
 import { createRedisClient, type RedisClient, subscriberConnection } from "./redis/redis-client.js";
 import { buildServices, type RoutesDeps, routesOf } from "./routes.js";
@@ -25,6 +24,7 @@ import {
   type DualHandler,
   type OnePortServer,
 } from "./transport/one-port.js";
+import { configureUtf8Marking } from "./transport/request-text.js";
 
 /** What a running server exposes. */
 export interface SuggestServer {
@@ -72,7 +72,7 @@ export type ServerSettings = Pick<
  */
 export async function startSuggestServer(settings: ServerSettings): Promise<SuggestServer> {
   // Start-up step 1, process-wide: invalid UTF-8 in a request is refused naming its field
-  // (server/pipeline/request-guard.ts); clients in the process decode as usual.
+  // (server/transport/request-text.ts); clients in the process decode as usual.
   configureUtf8Marking();
   const parts = createParts(settings);
   const shutdown = new AbortController();

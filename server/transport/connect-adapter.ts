@@ -1,3 +1,5 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { DescMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter, createConnectRouter } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
@@ -9,8 +11,11 @@ import {
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
 import { holdDeadlineHeaders } from "./call-timeout.js";
-import type { DualHandler } from "./one-port.js";
 import { parseRequestMessage, REQUEST_READ_OPTIONS } from "./request-message.js";
+
+/** A request either HTTP version hands over. */
+type NodeRequest = IncomingMessage | Http2ServerRequest;
+type NodeResponse = ServerResponse | Http2ServerResponse;
 
 /** What the adapter serves, as connect-node's `connectNodeAdapter` takes it. */
 export type ConnectAdapterOptions = Pick<
@@ -36,7 +41,9 @@ export type ConnectAdapterOptions = Pick<
  *   Node timer can wait (`holdDeadlineHeaders`).
  * Pinned by test/e2e/bad-input.test.ts.
  */
-export function createConnectAdapter(options: ConnectAdapterOptions): DualHandler {
+export function createConnectAdapter(
+  options: ConnectAdapterOptions,
+): (req: NodeRequest, res: NodeResponse) => void {
   const router = createConnectRouter({
     acceptCompression: [compressionGzip, compressionBrotli],
     readMaxBytes: options.readMaxBytes,

@@ -1,6 +1,6 @@
 import { type DescMessage, fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { decodingRequest } from "../pipeline/request-guard.js";
+import { decodingRequest } from "./request-text.js";
 
 /**
  * How every transport reads a request message: fields this build does not know are

@@ -14,7 +14,8 @@ let marking = false;
 
 /**
  * Start-up step: makes protobuf decoding of invalid UTF-8 in a request answerable with
- * INVALID_ARGUMENT naming the field, instead of a parse failure without one.
+ * INVALID_ARGUMENT naming the field, instead of a parse failure without one. It is the
+ * transport's: reading a request's bytes is its job (request-message.ts).
  *
  * protobuf-es's text decoder is process-wide (`configureTextEncoding`). This installs
  * one that behaves exactly as protobuf-es's own (strict where protobuf-es asks for it,
@@ -24,7 +25,7 @@ let marking = false;
  * else (a Connect client in the same process, the remote chat host's client) ever
  * decodes while it runs: clients in the process decode as usual. Idempotent; called
  * once by `startSuggestServer` (server/server.ts). Pinned by test/e2e/bad-input.test.ts
- * and test/pipeline/utf8-scope.test.ts.
+ * and test/e2e/utf8-scope.test.ts.
  */
 export function configureUtf8Marking(): void {
   if (configured) return;

@@ -19,7 +19,7 @@ function decode(bytes: Uint8Array): string {
   }
 }
 
-// The server's UTF-8 marking (server/pipeline/request-guard.ts) is process-wide; a client
+// The server's UTF-8 marking (server/transport/request-text.ts) is process-wide; a client
 // in the same process (a Connect client, the remote chat host's client) must decode as
 // protobuf-es does without it.
 test("a server in the process leaves protobuf-es's decoding of other messages as it was", async () => {
