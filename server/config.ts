@@ -23,7 +23,7 @@ export interface ServiceConfig {
   readonly inspectorDir: string;
   /** The largest request body accepted, in bytes. */
   readonly readMaxBytes: number;
-  /** The longest deadline a caller may ask for, in ms. */
+  /** The most the service works on one unary call, in ms; a longer caller deadline is accepted and its work stops here. */
   readonly maxTimeoutMs: number;
   /** How long shutdown waits for calls in flight, in ms. */
   readonly shutdownGraceMs: number;
@@ -141,7 +141,7 @@ const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"
 function tokens(env: Env, name: string): readonly TokenGrant[] {
   const raw = env[name];
   if (raw === undefined || raw.trim() === "") return [];
-  return raw.split(",").map((entry) => {
+  const grants = raw.split(",").map((entry) => {
     const at = entry.indexOf(":");
     const role = entry.slice(0, at).trim() as Role;
     const token = entry.slice(at + 1).trim();
@@ -152,6 +152,13 @@ function tokens(env: Env, name: string): readonly TokenGrant[] {
     }
     return { role, token };
   });
+  const seen = new Set<string>();
+  for (const { token } of grants) {
+    // One token, one role: a token listed twice would silently get the first role.
+    if (seen.has(token)) throw new ConfigError(`${name} lists the same token more than once`);
+    seen.add(token);
+  }
+  return grants;
 }
 
 function flag(env: Env, name: string, fallback: boolean): boolean {

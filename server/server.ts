@@ -1,9 +1,7 @@
 import { setMaxListeners } from "node:events";
 import { readFile } from "node:fs/promises";
-import { type Http2Session, constants as http2constants } from "node:http2";
-import { type AddressInfo, Server as NetServer, type Socket } from "node:net";
-import { setTimeout as delay } from "node:timers/promises";
-import { type ConnectNodeAdapterOptions, connectNodeAdapter } from "@connectrpc/connect-node";
+import type { AddressInfo } from "node:net";
+import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
 import { type Logger, pino } from "pino";
 import { defaultConfig, type ServiceConfig } from "./config.js";
 import { type ChatHost, createRemoteChatHost } from "./host/chat-host.js";
@@ -12,18 +10,19 @@ import { traceChatHost } from "./host/traced-host.js";
 import { logDestination } from "./log-destination.js";
 import { bearerAuth } from "./pipeline/auth.js";
 import type { PipelineOptions } from "./pipeline/call-pipeline.js";
-import { configureUtf8Marking, wellFormedText } from "./pipeline/request-guard.js";
 import { createTelemetry, type Telemetry } from "./pipeline/telemetry.js";
 import { logRedisOutages } from "./redis/outage-log.js";
 import { type RedisClient, subscriberConnection } from "./redis/redis-client.js";
 import { redact } from "./redis/redis-url.js";
-import { buildServices, routesOf } from "./routes.js";
+import { buildServices, type RoutesDeps, routesOf } from "./routes.js";
 import { PubSub } from "./store/pubsub.js";
 import { createRedisClient } from "./store/scripts.js";
 import { StartLocks } from "./store/start-locks.js";
 import { SuggestionStore } from "./store/suggestion-store.js";
 import { WatchHub } from "./store/watch-hub.js";
+import { createConnectAdapter } from "./transport/connect-adapter.js";
 import type { ClientLimits } from "./transport/connection-guard.js";
+import { followConnections } from "./transport/drain.js";
 import { createGrpcFastPath } from "./transport/grpc-fast-path.js";
 import { withSpecGrpcMessage } from "./transport/grpc-message.js";
 import type { DualHandler, StreamHandler } from "./transport/handler-types.js";
@@ -32,6 +31,7 @@ import {
   createTlsOnePortServer,
   type OnePortServer,
 } from "./transport/one-port.js";
+import { configureUtf8Marking } from "./transport/request-text.js";
 import { staticFiles } from "./transport/static-files.js";
 
 /** What a running server exposes. */
@@ -74,10 +74,72 @@ export type ServerSettings = Pick<
 
 /**
  * Wires the service: Redis, the chat host (remote or embedded), the routes and one port
- * serving gRPC, Connect and gRPC-Web over h2c and HTTP/1.1. Resolves once it listens.
+ * serving gRPC, Connect and gRPC-Web over h2c and HTTP/1.1 (or TLS). Start-up runs in
+ * named steps: the request text decoder, the parts, the transports, listening.
+ * Resolves once it listens.
  */
 export async function startSuggestServer(settings: ServerSettings): Promise<SuggestServer> {
+  // Start-up step 1, process-wide: invalid UTF-8 in a request is refused naming its field
+  // (server/transport/request-text.ts); clients in the process decode as usual.
   configureUtf8Marking();
+  const parts = createParts(settings);
+  const shutdown = new AbortController();
+  // Every call in flight (each watcher, too) listens to it until it ends.
+  setMaxListeners(0, shutdown.signal);
+  const services = buildServices(parts);
+  const fastPath =
+    settings.grpcFastPath === false
+      ? undefined
+      : createGrpcFastPath(services, {
+          readMaxBytes: settings.readMaxBytes,
+          shutdownSignal: shutdown.signal,
+        });
+  const handler = createConnectAdapter({
+    routes: routesOf(services),
+    fallback: metricsFallback(parts.telemetry, settings.inspectorDir),
+    readMaxBytes: settings.readMaxBytes,
+    shutdownSignal: shutdown.signal,
+  });
+  const server = await listener(settings, withSpecGrpcMessage(handler), fastPath);
+  const connections = followConnections(server);
+  const port = await listen(server, settings, parts.telemetry);
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      await connections.drain({
+        graceMs: settings.shutdownGraceMs,
+        // Watch streams end once clients have stopped opening new ones.
+        onStreamsClosing: () => shutdown.abort(),
+      });
+      server.h1?.close();
+      await parts.watchHub.close();
+      await parts.pubsub.close();
+      parts.stopOutageLog();
+      await parts.redis.quit().catch(() => parts.redis.disconnect());
+      parts.stopLogFlush();
+      await new Promise<void>((resolve) => parts.telemetry.logger.flush(() => resolve()));
+    })();
+    return closing;
+  };
+  const scheme = settings.tlsCertFile === undefined ? "http" : "https";
+  const hostInUrl = settings.host.includes(":") ? `[${settings.host}]` : settings.host;
+  const { redis, telemetry } = parts;
+  return { url: `${scheme}://${hostInUrl}:${port}`, port, redis, telemetry, close };
+}
+
+/** What the routes are built from, and what shutdown closes. */
+type Parts = RoutesDeps & {
+  readonly telemetry: Telemetry;
+  readonly redis: RedisClient;
+  readonly watchHub: WatchHub;
+  readonly startLocks: StartLocks;
+  readonly pubsub: PubSub;
+  readonly stopOutageLog: () => void;
+  readonly stopLogFlush: () => void;
+};
+
+/** Telemetry, Redis, the store, the chat host, the watch hub, the start locks, the pipeline. */
+function createParts(settings: ServerSettings): Parts {
   // Buffered unless stdout is a terminal, and flushed every second (log-destination.ts).
   const logOut = settings.logger ? undefined : logDestination(process.stdout.isTTY === true);
   const telemetry = createTelemetry(
@@ -91,8 +153,10 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   const stopOutageLog = logRedisOutages(redis, redact(settings.redisUrl), telemetry.logger);
   const pipeline: PipelineOptions = {
     // Telemetry first, so that it sees every call; auth before anything reads the request.
-    hooks: [telemetry.hook, bearerAuth(settings.authTokens ?? []), wellFormedText],
+    hooks: [telemetry.hook, bearerAuth(settings.authTokens ?? [])],
     defaultDeadlineMs: settings.defaultDeadlineMs ?? defaultConfig.defaultDeadlineMs,
+    // The cap on a unary call's own work; a longer caller's deadline is accepted.
+    maxDeadlineMs: settings.maxTimeoutMs,
   };
   const store = new SuggestionStore(redis);
   // One subscriber connection for every watcher and every Start waiting on a lock of
@@ -103,7 +167,11 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   const host: ChatHost = traceChatHost(
     embeddedHost ??
       createRemoteChatHost(settings.chatHostUrl as string, {
-        timeoutMs: settings.chatHostTimeoutMs ?? defaultConfig.chatHostTimeoutMs,
+        // Each host call within the cap on a call's own work, never the caller's longer deadline.
+        timeoutMs: Math.min(
+          settings.chatHostTimeoutMs ?? defaultConfig.chatHostTimeoutMs,
+          settings.maxTimeoutMs,
+        ),
         token: settings.chatHostToken,
       }),
   );
@@ -113,46 +181,20 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
       ? {}
       : { maxHoldMs: settings.startLockMaxHoldMs }),
   });
-  const shutdown = new AbortController();
-  // Every call in flight (each watcher, too) listens to it until it ends.
-  setMaxListeners(0, shutdown.signal);
-  const services = buildServices({ store, host, embeddedHost, watchHub, startLocks, pipeline });
-  const fastPath =
-    settings.grpcFastPath === false
-      ? undefined
-      : createGrpcFastPath(services, {
-          readMaxBytes: settings.readMaxBytes,
-          maxTimeoutMs: settings.maxTimeoutMs,
-          shutdownSignal: shutdown.signal,
-        });
-  const handler = connectNodeAdapter({
-    routes: routesOf(services),
-    fallback: metricsFallback(telemetry, settings.inspectorDir),
-    readMaxBytes: settings.readMaxBytes,
-    maxTimeoutMs: settings.maxTimeoutMs,
-    shutdownSignal: shutdown.signal,
-  });
-  const { tcp, h1, h2 } = await listener(settings, withSpecGrpcMessage(handler), fastPath);
-  const sessions = new Set<Http2Session>();
-  let lastStreamAt = 0;
-  h2.on("stream", () => {
-    lastStreamAt = Date.now();
-  });
-  let draining = false;
-  const drainNotice = (session: Http2Session) => {
-    if (!session.closed) session.goaway(http2constants.NGHTTP2_NO_ERROR, 2 ** 31 - 1);
+  const stopLogFlush = () => logOut?.stop();
+  return {
+    ...{ telemetry, redis, store, host, embeddedHost, watchHub, startLocks, pipeline },
+    ...{ pubsub, stopOutageLog, stopLogFlush },
   };
-  h2.on("session", (session: Http2Session) => {
-    sessions.add(session);
-    // A connection that was on its way when the shutdown began gets the notice too.
-    if (draining) drainNotice(session);
-    session.once("close", () => sessions.delete(session));
-  });
-  const sockets = new Set<Socket>();
-  tcp.on("connection", (socket: Socket) => {
-    sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
-  });
+}
+
+/** Listens on the configured address; resolves the port. */
+async function listen(
+  server: OnePortServer,
+  settings: ServerSettings,
+  telemetry: Telemetry,
+): Promise<number> {
+  const { tcp } = server;
   await new Promise<void>((resolve, reject) => {
     tcp.once("error", reject);
     tcp.listen(settings.port, settings.host, () => resolve());
@@ -165,49 +207,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
     acceptWarnedAt = Date.now();
     telemetry.logger.warn({ err }, "accepting a connection failed");
   });
-  const { port } = tcp.address() as AddressInfo;
-  const host4url = settings.host.includes(":") ? `[${settings.host}]` : settings.host;
-
-  let closing: Promise<void> | undefined;
-  const close = () => {
-    closing ??= (async () => {
-      // Stop accepting connections; the HTTP servers' own close() would end sessions early.
-      const stopped = new Promise((resolve) => NetServer.prototype.close.call(tcp, resolve));
-      h1?.closeIdleConnections();
-      // Two GOAWAYs, as RFC 9113 section 6.8 suggests: the first, naming the highest
-      // stream id, tells clients to open no more streams here without refusing any that
-      // are already on the way; the second, a moment later, closes the session once the
-      // streams in flight finish. A stream refused outright would reach some clients as
-      // INTERNAL rather than UNAVAILABLE (test/e2e/shutdown.test.ts).
-      draining = true;
-      for (const session of sessions) drainNotice(session);
-      // Until clients have acted on it: no new stream for a while (or the grace is out).
-      const quietBy = Date.now() + settings.shutdownGraceMs / 2;
-      do await delay(25);
-      while (Date.now() - lastStreamAt < 100 && Date.now() < quietBy);
-      for (const session of sessions) session.close();
-      shutdown.abort();
-      const deadline = Date.now() + settings.shutdownGraceMs;
-      while (sockets.size > 0 && Date.now() < deadline) {
-        h1?.closeIdleConnections();
-        await delay(25);
-      }
-      for (const socket of sockets) socket.destroy();
-      for (const session of sessions) session.destroy();
-      await stopped;
-      h1?.close();
-      await watchHub.close();
-      await pubsub.close();
-      stopOutageLog();
-      await redis.quit().catch(() => redis.disconnect());
-      logOut?.stop();
-      await new Promise<void>((resolve) => telemetry.logger.flush(() => resolve()));
-    })();
-    return closing;
-  };
-
-  const scheme = settings.tlsCertFile === undefined ? "http" : "https";
-  return { url: `${scheme}://${host4url}:${port}`, port, redis, telemetry, close };
+  return (tcp.address() as AddressInfo).port;
 }
 
 /** HTTP/2 settings sized for many concurrent streams (watchers) per connection. */
@@ -231,12 +231,11 @@ async function listener(
     readFile(settings.tlsCertFile),
     readFile(settings.tlsKeyFile),
   ]);
-  return createTlsOnePortServer(handler, {
-    cert,
-    key,
-    settings: H2_SETTINGS,
-    maxSessionMemory: 64,
-  });
+  return createTlsOnePortServer(
+    handler,
+    { cert, key, settings: H2_SETTINGS, maxSessionMemory: 64 },
+    fastPath,
+  );
 }
 
 /** The client limits of the settings, the defaults for those unset. */

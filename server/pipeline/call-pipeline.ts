@@ -1,5 +1,6 @@
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import { type WorkDeadlines, withinBudget } from "./deadlines.js";
 
 /** One call as the pipeline sees it. */
 export interface Call {
@@ -21,16 +22,18 @@ export interface CallHook {
   after?(call: Call, error: ConnectError | undefined, durationMs: number): void;
 }
 
-/** How the pipeline runs calls. */
-export interface PipelineOptions {
+/**
+ * How the pipeline runs calls: the hooks, and the budget of a unary call's work
+ * (`withinBudget`). Server streams get no budget of their own: they last as long as
+ * the caller's deadline, or without one until the client leaves or shutdown.
+ */
+export interface PipelineOptions extends WorkDeadlines {
   readonly hooks: readonly CallHook[];
-  /** The deadline of a unary call whose caller set none, in ms. */
-  readonly defaultDeadlineMs: number;
 }
 
 /**
  * Wraps a service implementation so that every call runs through the hooks, and unary
- * calls without a deadline get the default one. The wrapping is around the
+ * calls run within their budget (`withinBudget`). The wrapping is around the
  * implementation, not in Connect interceptors, so that every transport serving the
  * same implementation applies the same concerns (perf-notes.md).
  */
@@ -60,10 +63,10 @@ export function wrapService<S extends DescService>(
         let call: Call | undefined;
         try {
           call = start(request, context);
-          const result = await withDefaultDeadline(
-            handler.call(impl, request, context) as Promise<unknown>,
+          const result = await withinBudget(
             context,
-            options.defaultDeadlineMs,
+            options,
+            (bounded) => handler.call(impl, request, bounded) as Promise<unknown>,
           );
           finish(call, began, undefined);
           return result;
@@ -99,21 +102,4 @@ export function wrapService<S extends DescService>(
     }
   }
   return wrapped as ServiceImpl<S>;
-}
-
-/** Fails a call with DEADLINE_EXCEEDED when its caller set no deadline and it runs too long. */
-function withDefaultDeadline<T>(
-  result: Promise<T>,
-  context: HandlerContext,
-  defaultDeadlineMs: number,
-): Promise<T> {
-  if (context.timeoutMs() !== undefined) return result;
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new ConnectError("the call ran past its deadline", Code.DeadlineExceeded)),
-      defaultDeadlineMs,
-    );
-  });
-  return Promise.race([result, deadline]).finally(() => clearTimeout(timer));
 }

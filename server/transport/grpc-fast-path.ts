@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { constants } from "node:http2";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
-import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
+import { callerTimeout } from "./call-timeout.js";
 import { frameOf, headerValue, parseFrame, statusOf, toConnectError } from "./grpc-wire.js";
 import type { ServedService, StreamHandler } from "./handler-types.js";
 import { lazyContext } from "./lazy-handler-context.js";
@@ -11,8 +11,6 @@ import { lazyContext } from "./lazy-handler-context.js";
 export interface GrpcFastPathOptions {
   /** The largest request message accepted, in bytes (as connect-node's `readMaxBytes`). */
   readonly readMaxBytes: number;
-  /** The longest deadline a caller may ask for, in ms. */
-  readonly maxTimeoutMs: number;
   /** Aborted when the server shuts down. */
   readonly shutdownSignal: AbortSignal;
 }
@@ -158,7 +156,7 @@ async function serveStream(
   };
   try {
     const input = parseFrame(route.method.input, body);
-    const timeout = parseTimeout(headerValue(headers["grpc-timeout"]), options.maxTimeoutMs);
+    const timeout = callerTimeout(headerValue(headers["grpc-timeout"]));
     if (timeout.error !== undefined) throw timeout.error;
     const context = lazyContext(stream, headers, route, options, timeout.timeoutMs);
     for await (const message of route.fn(input, context)) {
@@ -197,7 +195,7 @@ async function call(
   body: Buffer,
 ): Promise<Buffer> {
   const input = parseFrame(route.method.input, body);
-  const timeout = parseTimeout(headerValue(headers["grpc-timeout"]), options.maxTimeoutMs);
+  const timeout = callerTimeout(headerValue(headers["grpc-timeout"]));
   if (timeout.error !== undefined) throw timeout.error;
   const context = lazyContext(stream, headers, route, options, timeout.timeoutMs);
   const result = await (route.fn as UnaryFn)(input, context);

@@ -1,8 +1,9 @@
 import type { IncomingHttpHeaders } from "node:http2";
-import { create, type DescMessage, fromBinary, isMessage, toBinary } from "@bufbuild/protobuf";
+import { create, type DescMessage, isMessage, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { encodeGrpcMessage } from "./grpc-message.js";
+import { parseRequestMessage } from "./request-message.js";
 
 /*
  * The gRPC wire format as the fast path (grpc-fast-path.ts) speaks it: length-prefixed
@@ -44,15 +45,7 @@ export function parseFrame(schema: DescMessage, body: Buffer): unknown {
       body.length < 5 + length ? Code.InvalidArgument : Code.Unimplemented,
     );
   }
-  try {
-    return fromBinary(schema, body.subarray(5));
-  } catch (err) {
-    // A request that does not parse is the caller's error, not the server's.
-    throw new ConnectError(
-      `parse binary: ${err instanceof Error ? err.message : String(err)}`,
-      Code.InvalidArgument,
-    );
-  }
+  return parseRequestMessage(schema, body.subarray(5));
 }
 
 /** The first value of a header. */

@@ -1,3 +1,5 @@
+import http from "node:http";
+import http2 from "node:http2";
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, test } from "vitest";
@@ -153,5 +155,64 @@ describe("bearer tokens with a role each", () => {
 
   test("health needs no token", async () => {
     expect(await codeOf(clientsWith(undefined).health.check({}))).toBe("OK");
+  });
+});
+
+describe("the authorization header is read alike over HTTP/1.1 and HTTP/2", () => {
+  const LIST = "/oda.suggest.v1.SuggestionService/ListSuggestions";
+  const body = JSON.stringify({ sessionId: "s-ws" });
+
+  /** Connect JSON over HTTP/1.1; the HTTP status. */
+  function overH1(authorization: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const req = http.request(
+        `${t.server.url}${LIST}`,
+        { method: "POST", headers: { "content-type": "application/json", authorization } },
+        (res) => {
+          res.resume();
+          res.on("end", () => resolve(res.statusCode ?? 0));
+        },
+      );
+      req.on("error", reject);
+      req.end(body);
+    });
+  }
+
+  /** Over HTTP/2: binary gRPC (the fast path) or Connect JSON (connect-node); the outcome. */
+  async function overH2(authorization: string, kind: "grpc" | "connect"): Promise<number> {
+    const session = http2.connect(t.server.url);
+    try {
+      return await new Promise((resolve, reject) => {
+        const stream = session.request({
+          ":method": "POST",
+          ":path": LIST,
+          "content-type": kind === "grpc" ? "application/grpc" : "application/json",
+          te: "trailers",
+          authorization,
+        });
+        let status = 0;
+        stream.on("response", (h) => {
+          status = kind === "grpc" ? Number(h["grpc-status"] ?? -1) : Number(h[":status"]);
+        });
+        stream.on("trailers", (t) => {
+          status = Number(t["grpc-status"]);
+        });
+        stream.on("data", () => {});
+        stream.on("end", () => resolve(status));
+        stream.on("error", reject);
+        stream.end(
+          kind === "grpc" ? Buffer.from([0, 0, 0, 0, 6, 0x0a, 4, 0x73, 0x2d, 0x77, 0x73]) : body,
+        );
+      });
+    } finally {
+      session.close();
+    }
+  }
+
+  test("a token with a space inside is refused on both", async () => {
+    const value = `Bearer ${TOKENS.app.slice(0, 5)} ${TOKENS.app.slice(5)}`;
+    expect(await overH1(value)).toBe(401);
+    expect(await overH2(value, "connect")).toBe(401);
+    expect(await overH2(value, "grpc")).toBe(Code.Unauthenticated);
   });
 });

@@ -1,14 +1,9 @@
-import { execFile } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { Writable } from "node:stream";
-import { promisify } from "node:util";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
-import { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { SuggestServer } from "../../server/server.js";
 import {
   type Clients,
@@ -17,12 +12,9 @@ import {
   putSession,
   sharedRedisUrl,
   startTestServer,
-  tempDir,
   uniqueId,
 } from "../support/harness.js";
 import { offer } from "../support/suggest.js";
-
-const run = promisify(execFile);
 
 describe("one JSON log line per call, and Prometheus metrics", () => {
   const lines: Record<string, unknown>[] = [];
@@ -119,63 +111,3 @@ describe("grpc.health.v1 reports SERVING only while Redis answers", () => {
     }
   });
 });
-
-const hasOpenssl = existsSync("/usr/bin/openssl");
-
-test.skipIf(!hasOpenssl)(
-  "with TLS_CERT_FILE and TLS_KEY_FILE it serves gRPC over TLS",
-  async () => {
-    const dir = tempDir("tls");
-    try {
-      const cert = join(dir.dir, "cert.pem");
-      const key = join(dir.dir, "key.pem");
-      await run("openssl", [
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=localhost",
-        "-addext",
-        "subjectAltName=IP:127.0.0.1",
-        "-keyout",
-        key,
-        "-out",
-        cert,
-      ]);
-      const server = await startTestServer(sharedRedisUrl(), {
-        tlsCertFile: cert,
-        tlsKeyFile: key,
-      });
-      try {
-        expect(server.url).toMatch(/^https:\/\//);
-        const transport = createGrpcTransport({
-          baseUrl: server.url,
-          nodeOptions: { ca: readFileSync(cert) },
-        });
-        const res = await createClient(SuggestionService, transport).listSuggestions({
-          sessionId: uniqueId(),
-        });
-        expect(res.open).toEqual([]);
-        const viaCurl = await run("curl", [
-          "--silent",
-          "--cacert",
-          cert,
-          "-H",
-          "content-type: application/json",
-          "-d",
-          "{}",
-          `${server.url}/grpc.health.v1.Health/Check`,
-        ]);
-        expect(JSON.parse(viaCurl.stdout)).toEqual({ status: "SERVING" });
-      } finally {
-        await server.close();
-      }
-    } finally {
-      dir.remove();
-    }
-  },
-);

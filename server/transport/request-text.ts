@@ -1,7 +1,6 @@
 import { isMessage } from "@bufbuild/protobuf";
 import { configureTextEncoding, getTextEncoding } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { CallHook } from "./call-pipeline.js";
 
 /** A lone surrogate: never the result of decoding valid UTF-8, nor valid in UTF-8 text. */
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
@@ -10,15 +9,23 @@ const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 const INVALID_UTF8_MARK = "\uD800";
 
 let configured = false;
+/** True only while `decodingRequest` runs: the one time invalid UTF-8 is marked. */
+let marking = false;
 
 /**
- * Makes protobuf decoding of invalid UTF-8 answerable with INVALID_ARGUMENT.
+ * Start-up step: makes protobuf decoding of invalid UTF-8 in a request answerable with
+ * INVALID_ARGUMENT naming the field, instead of a parse failure without one. It is the
+ * transport's: reading a request's bytes is its job (request-message.ts).
  *
- * protobuf-es rejects invalid UTF-8 in proto3 strings by throwing while it parses, and
- * connect-es turns every parse failure into INTERNAL before any interceptor or handler
- * runs. So the decoder never throws: text that is not valid UTF-8 is decoded with a
- * lone surrogate in front, which valid UTF-8 never yields, and `wellFormedText` answers
- * INVALID_ARGUMENT for any request text holding a lone surrogate. Pinned by test/e2e/bad-input.test.ts. Process-wide and idempotent.
+ * protobuf-es's text decoder is process-wide (`configureTextEncoding`). This installs
+ * one that behaves exactly as protobuf-es's own (strict where protobuf-es asks for it,
+ * else U+FFFD) except inside `decodingRequest`, where text that is not valid UTF-8 is
+ * decoded with a lone surrogate in front, which valid UTF-8 never yields, so that
+ * `assertWellFormed` can name the field. `decodingRequest` is synchronous, so nothing
+ * else (a Connect client in the same process, the remote chat host's client) ever
+ * decodes while it runs: clients in the process decode as usual. Idempotent; called
+ * once by `startSuggestServer` (server/server.ts). Pinned by test/e2e/bad-input.test.ts
+ * and test/e2e/utf8-scope.test.ts.
  */
 export function configureUtf8Marking(): void {
   if (configured) return;
@@ -28,7 +35,8 @@ export function configureUtf8Marking(): void {
   configureTextEncoding({
     encodeUtf8: base.encodeUtf8,
     checkUtf8: base.checkUtf8,
-    decodeUtf8(bytes: Uint8Array) {
+    decodeUtf8(bytes: Uint8Array, strictly?: boolean) {
+      if (!marking) return base.decodeUtf8(bytes, strictly);
       try {
         return strict.decode(bytes);
       } catch {
@@ -36,6 +44,22 @@ export function configureUtf8Marking(): void {
       }
     },
   });
+}
+
+/**
+ * Decodes one request message with `decode` (synchronous) and answers it, or throws
+ * INVALID_ARGUMENT naming the first field whose text is not valid UTF-8.
+ */
+export function decodingRequest<T>(decode: () => T): T {
+  marking = true;
+  let message: T;
+  try {
+    message = decode();
+  } finally {
+    marking = false;
+  }
+  assertWellFormed(message);
+  return message;
 }
 
 /** The path of the first string in a message that is not well-formed Unicode, if any. */
@@ -66,10 +90,3 @@ export function assertWellFormed(request: unknown): void {
     throw new ConnectError(`${path || "request"} is not valid UTF-8`, Code.InvalidArgument);
   }
 }
-
-/** The pipeline's check that a request's text is valid UTF-8 (see `configureUtf8Marking`). */
-export const wellFormedText: CallHook = {
-  before(call) {
-    assertWellFormed(call.request);
-  },
-};

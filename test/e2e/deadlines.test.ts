@@ -1,0 +1,270 @@
+import { execFile, spawn } from "node:child_process";
+import http2 from "node:http2";
+import { promisify } from "node:util";
+import { Code } from "@connectrpc/connect";
+import type * as grpc from "@grpc/grpc-js";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createSuggestionClient } from "../../sdk/src/node.js";
+import type { SuggestServer } from "../../server/server.js";
+import { grpcJsClients, grpcJsStream, grpcJsUnary, loadHealth } from "../support/grpc-js.js";
+import {
+  type Clients,
+  connectErrorOf,
+  grpcClients,
+  putSession,
+  startTestServer,
+  uniqueId,
+} from "../support/harness.js";
+import { offer, successText } from "../support/suggest.js";
+import { gate, startTestHost } from "../support/test-host.js";
+
+const run = promisify(execFile);
+
+const FIVE_MINUTES = 5 * 60_000;
+const ONE_HOUR = 60 * 60_000;
+
+// In gRPC a deadline is the caller's budget: the server may stop its own work earlier
+// (MAX_DEADLINE_MS, 60 s here), it never refuses the call for it.
+describe.each([
+  ["the gRPC fast path", true],
+  ["connect-node only", false],
+])("long deadlines through %s", (_, grpcFastPath) => {
+  let server: SuggestServer;
+  let clients: Clients;
+  beforeAll(async () => {
+    server = await startTestServer(undefined, { grpcFastPath });
+    clients = grpcClients(server.url);
+  });
+  afterAll(() => server.close());
+
+  async function chatWithOffer(): Promise<string> {
+    const sessionId = uniqueId();
+    await putSession(clients, { sessionId });
+    await offer(clients, { sessionId, turnId: "t0" });
+    return sessionId;
+  }
+
+  /** Reads a watch until it has two messages, making a change after the first. */
+  async function firstThenChange(
+    sessionId: string,
+    watch: AsyncIterable<{ open: readonly unknown[] }>,
+  ): Promise<number[]> {
+    const seen: number[] = [];
+    for await (const lists of watch) {
+      seen.push(lists.open.length);
+      if (seen.length === 1) await offer(clients, { sessionId, turnId: "t-change" });
+      if (seen.length === 2) break;
+    }
+    return seen;
+  }
+
+  test("grpc-js: a 5-minute unary call succeeds; a 1-hour watch delivers, then a change", async () => {
+    const js = grpcJsClients(server.url);
+    try {
+      const sessionId = uniqueId();
+      await grpcJsUnary(
+        js.local,
+        "PutSession",
+        { session: { session_id: sessionId, workspace_id: "ws", folder: "FOLDER_KIND_NORMAL" } },
+        { deadline: Date.now() + FIVE_MINUTES },
+      );
+      const offered = await grpcJsUnary<{ result: string }>(
+        js.suggestions,
+        "SuggestTask",
+        {
+          context: { session_id: sessionId, turn_id: "t1", role: "AGENT_ROLE_TOP_LEVEL" },
+          args: { title: "Long deadline", tldr: "r", brief: "b" },
+        },
+        { deadline: Date.now() + FIVE_MINUTES },
+      );
+      expect(offered.result).toBe(successText("Long deadline"));
+      const stream = grpcJsStream<{ open: unknown[] }>(
+        js.suggestions,
+        "WatchSuggestions",
+        { session_id: sessionId },
+        { deadline: Date.now() + ONE_HOUR },
+      );
+      stream.on("error", () => {});
+      expect(await firstThenChange(sessionId, stream)).toEqual([1, 2]);
+      stream.cancel();
+    } finally {
+      js.close();
+    }
+  });
+
+  test.each(["grpc", "connect"] as const)(
+    "connect-es (the SDK over %s): a 5-minute unary call succeeds; a 1-hour watch delivers, then a change",
+    async (protocol) => {
+      const client = createSuggestionClient({ baseUrl: server.url, protocol });
+      const sessionId = await chatWithOffer();
+      const listed = await client.listSuggestions({ sessionId }, { timeoutMs: FIVE_MINUTES });
+      expect(listed.open).toHaveLength(1);
+      const abort = new AbortController();
+      const watch = client.watchSuggestions(
+        { sessionId },
+        { timeoutMs: ONE_HOUR, signal: abort.signal },
+      );
+      expect(await firstThenChange(sessionId, watch)).toEqual([1, 2]);
+      abort.abort();
+    },
+  );
+
+  test("grpc-js: a health Watch with a 1-hour deadline reports SERVING and stays open", async () => {
+    const health = loadHealth(server.url);
+    try {
+      const stream = grpcJsStream<{ status: string }>(
+        health,
+        "Watch",
+        { service: "" },
+        { deadline: Date.now() + ONE_HOUR },
+      );
+      const ended = new Promise<grpc.ServiceError | "end">((resolve) => {
+        stream.on("error", resolve);
+        stream.on("end", () => resolve("end"));
+      });
+      const first = await new Promise((resolve) => stream.once("data", resolve));
+      expect(first).toEqual({ status: "SERVING" });
+      // Still open a moment later: the stream is held for the caller's deadline.
+      const early = await Promise.race([ended, new Promise((r) => setTimeout(r, 300, "open"))]);
+      expect(early).toBe("open");
+      stream.cancel();
+    } finally {
+      health.close();
+    }
+  });
+
+  test("a watch with a deadline beyond Node's longest timer (99999999H) delivers, not ends at once", async () => {
+    const sessionId = await chatWithOffer();
+    const session = http2.connect(server.url);
+    try {
+      const first = await new Promise<string>((resolve, reject) => {
+        const stream = session.request({
+          ":method": "POST",
+          ":path": "/oda.suggest.v1.SuggestionService/WatchSuggestions",
+          "content-type": "application/grpc",
+          "grpc-timeout": "99999999H",
+          te: "trailers",
+        });
+        stream.on("trailers", (t) => resolve(`ended: ${t["grpc-status"]} ${t["grpc-message"]}`));
+        stream.on("response", (h) => {
+          if (h["grpc-status"] !== undefined) resolve(`ended: ${h["grpc-status"]}`);
+        });
+        stream.on("data", () => resolve("a message"));
+        stream.on("error", reject);
+        const id = Buffer.from(sessionId);
+        stream.end(Buffer.concat([Buffer.from([0, 0, 0, 0, id.length + 2, 0x0a, id.length]), id]));
+      });
+      expect(first).toBe("a message");
+      // Still open after a moment.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(session.closed).toBe(false);
+    } finally {
+      session.destroy();
+    }
+  });
+
+  /**
+   * `buf curl` over gRPC, the schema from reflection, with buf's `--timeout` as the
+   * call's deadline (sent as `grpc-timeout`).
+   */
+  function bufCurlArgs(method: string, body: unknown, timeout: string): string[] {
+    return [
+      "curl",
+      "--timeout",
+      timeout,
+      "--protocol",
+      "grpc",
+      "--http2-prior-knowledge",
+      "-d",
+      JSON.stringify(body),
+      `${server.url}/oda.suggest.v1.SuggestionService/${method}`,
+    ];
+  }
+
+  test("buf curl: a 5-minute unary call succeeds", async () => {
+    const sessionId = await chatWithOffer();
+    const { stdout, stderr } = await run("node_modules/.bin/buf", [
+      ...bufCurlArgs("ListSuggestions", { sessionId }, "5m"),
+      "--verbose",
+    ]);
+    expect(JSON.parse(stdout).open).toHaveLength(1);
+    // The deadline went out with the call: about five minutes.
+    expect(stderr).toMatch(/Grpc-Timeout: (29\d{4}m|30\d{4}m|299\d{6}u|300S|5M)/i);
+  });
+
+  test("buf curl: a watch with a 1-hour deadline delivers its first message, then a change", async () => {
+    const sessionId = await chatWithOffer();
+    const child = spawn(
+      "node_modules/.bin/buf",
+      bufCurlArgs("WatchSuggestions", { sessionId }, "1h"),
+      {
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let out = "";
+    let err = "";
+    child.stderr?.on("data", (chunk: Buffer) => {
+      err += chunk.toString();
+    });
+    const messages = () => out.split(/^}$/m).length - 1;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    try {
+      child.stdout?.on("data", (chunk: Buffer) => {
+        out += chunk.toString();
+      });
+      await expect.poll(messages, { timeout: 10_000 }).toBe(1);
+      await offer(clients, { sessionId, turnId: "t-change" });
+      await expect.poll(messages, { timeout: 10_000 }).toBe(2);
+      const [first, second] = out
+        .split(/^}$/m)
+        .slice(0, 2)
+        .map((text) => JSON.parse(`${text}}`) as { open: unknown[] });
+      expect([first?.open.length, second?.open.length]).toEqual([1, 2]);
+      expect(err).toBe("");
+    } finally {
+      child.kill();
+      await exited;
+    }
+  });
+});
+
+describe("the service's own work is bounded by MAX_DEADLINE_MS", () => {
+  test.each([
+    ["the gRPC fast path", true],
+    ["connect-node only", false],
+  ])(
+    "through %s: a Start whose host stalls ends DEADLINE_EXCEEDED at the cap, not at the caller's 5 minutes",
+    async (_, grpcFastPath) => {
+      const testHost = await startTestHost();
+      const server = await startTestServer(undefined, {
+        grpcFastPath,
+        chatHostUrl: testHost.url,
+        chatHostTimeoutMs: 30_000,
+        maxTimeoutMs: 500,
+      });
+      const stalled = gate();
+      testHost.hooks.beforeCreateChat = () => stalled.promise;
+      try {
+        const hostClients = grpcClients(testHost.url);
+        const clients = grpcClients(server.url);
+        const sessionId = uniqueId();
+        await putSession(hostClients, { sessionId });
+        const offered = await offer(clients, { sessionId, turnId: "t0" });
+        const began = Date.now();
+        const err = await connectErrorOf(
+          clients.suggestions.startSuggestion(
+            { sessionId, suggestionId: offered.suggestion?.id ?? "" },
+            { timeoutMs: FIVE_MINUTES },
+          ),
+        );
+        expect(Code[err.code]).toBe(Code[Code.DeadlineExceeded]);
+        // Generous: about the cap, far from the caller's five minutes.
+        expect(Date.now() - began).toBeLessThan(5_000);
+      } finally {
+        stalled.open();
+        await server.close();
+        await testHost.close();
+      }
+    },
+  );
+});

@@ -1,0 +1,90 @@
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+
+/** The service's protos as a @grpc/grpc-js client loads them at run time. */
+const definition = protoLoader.loadSync(
+  [
+    "oda/suggest/v1/suggestion_service.proto",
+    "oda/suggest/v1/chat_host.proto",
+    "grpc/health/v1/health.proto",
+  ],
+  {
+    includeDirs: ["proto", "test/fixtures"],
+    keepCase: true,
+    enums: String,
+    longs: String,
+    defaults: true,
+    oneofs: true,
+  },
+);
+const loaded = grpc.loadPackageDefinition(definition) as unknown as {
+  oda: { suggest: { v1: Record<string, grpc.ServiceClientConstructor> } };
+  grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } };
+};
+
+function credentialsFor(ca: Buffer | undefined): grpc.ChannelCredentials {
+  return ca === undefined ? grpc.credentials.createInsecure() : grpc.credentials.createSsl(ca);
+}
+
+/** A grpc-js client of `grpc.health.v1.Health` at `url`; close it when done. */
+export function loadHealth(url: string, ca?: Buffer): grpc.Client {
+  return new loaded.grpc.health.v1.Health(url.replace(/^https?:\/\//, ""), credentialsFor(ca));
+}
+
+/** grpc-js clients of the two services a caller needs, and a way to close them. */
+export interface GrpcJsClients {
+  readonly suggestions: grpc.Client;
+  readonly local: grpc.Client;
+  close(): void;
+}
+
+/**
+ * @grpc/grpc-js clients of the server at `url` (`http://` or `https://`); for TLS, `ca`
+ * is the certificate the server's is checked against.
+ */
+export function grpcJsClients(url: string, ca?: Buffer): GrpcJsClients {
+  const address = url.replace(/^https?:\/\//, "");
+  const credentials = credentialsFor(ca);
+  const v1 = loaded.oda.suggest.v1;
+  const suggestions = new (v1.SuggestionService as grpc.ServiceClientConstructor)(
+    address,
+    credentials,
+  );
+  const local = new (v1.LocalHostService as grpc.ServiceClientConstructor)(address, credentials);
+  return {
+    suggestions,
+    local,
+    close() {
+      suggestions.close();
+      local.close();
+    },
+  };
+}
+
+/** One unary call through a grpc-js client, with grpc-js call options (a deadline). */
+export function grpcJsUnary<Res>(
+  client: grpc.Client,
+  method: string,
+  request: unknown,
+  options: grpc.CallOptions = {},
+): Promise<Res> {
+  const fn = (client as unknown as Record<string, (...args: unknown[]) => void>)[method];
+  if (fn === undefined) throw new Error(`no method ${method}`);
+  return new Promise((resolve, reject) => {
+    fn.call(client, request, options, (err: grpc.ServiceError | null, res: Res) =>
+      err ? reject(err) : resolve(res),
+    );
+  });
+}
+
+/** A server-streaming call through a grpc-js client. */
+export function grpcJsStream<Res>(
+  client: grpc.Client,
+  method: string,
+  request: unknown,
+  options: grpc.CallOptions = {},
+): grpc.ClientReadableStream<Res> {
+  const fn = (client as unknown as Record<string, (...args: unknown[]) => unknown>)[method];
+  if (fn === undefined) throw new Error(`no method ${method}`);
+  return fn.call(client, request, options) as grpc.ClientReadableStream<Res>;
+}
