@@ -4,14 +4,28 @@ import { FolderKind } from "../gen/oda/suggest/v1/chat_host_pb.js";
 import { EmbeddedChatHost } from "../server/host/embedded-host.js";
 import { createRedisClient } from "../server/redis/redis-client.js";
 import { SuggestionStore } from "../server/store/suggestion-store.js";
+import { buildChat } from "./history.js";
+
+/** How many of each: enough for a window at several times today's rates. */
+const SIZES = {
+  freshSessions: Number(process.env.BENCH_FRESH_SESSIONS ?? 80_000),
+  settleChats: Number(process.env.BENCH_SETTLE_CHATS ?? 20_000),
+  startSessions: Number(process.env.BENCH_START_SESSIONS ?? 5_000),
+  changeChats: 64,
+};
 
 /** Ids of what was prepared, per scenario. */
 export interface BenchData {
   /** Chats with no offer yet: SuggestTask gives each call a fresh one. */
-  readonly freshSessionsA: string[];
-  readonly freshSessionsB: string[];
-  /** Chats holding 3 open and 7 settled offers. */
-  readonly listChats: string[];
+  readonly freshSessions: string[];
+  /** A chat of 3 open (o7 to o9) and 7 settled offers (bench/history.ts `buildChat`): Get, List. */
+  readonly readChat: string;
+  /** One such chat per calls-in-flight slot: ListSuggestions right after a change. */
+  readonly changeChats: string[];
+  /** Chats holding one open offer, `o0`: Dismiss, Restore, Draft of it, in turn. */
+  readonly settleChats: string[];
+  /** A `buildChat` chat its 1,000 watchers watch. */
+  readonly fanoutChat: string;
   /** Open suggestions, each started once. */
   readonly startPairs: [string, string][];
   /** Open suggestions for the 50-concurrent-Starts measurement. */
@@ -44,11 +58,11 @@ export async function prepare(redisUrl: string): Promise<BenchData> {
         settings: { model: "m" },
       }),
     );
-  const offerTo = (sessionId: string, turn: number) =>
+  const offerTo = (sessionId: string, turn: number, id: string = randomUUID()) =>
     store.offer(
       sessionId,
       {
-        id: randomUUID(),
+        id,
         turnId: `t${turn}`,
         toolCallId: "",
         title: "Bench offer",
@@ -59,33 +73,25 @@ export async function prepare(redisUrl: string): Promise<BenchData> {
     );
 
   const data: BenchData = {
-    freshSessionsA: ids("fresh-a", 80_000),
-    freshSessionsB: ids("fresh-b", 40_000),
-    listChats: ids("list", 300),
+    freshSessions: ids("fresh", SIZES.freshSessions),
+    readChat: "read-0",
+    changeChats: ids("change", SIZES.changeChats),
+    settleChats: ids("settle", SIZES.settleChats),
+    fanoutChat: "fanout-0",
     startPairs: [],
     concurrencyPairs: [],
     watchSessions: ids("watch", 100),
     watchOfferSessions: [],
   };
   data.watchOfferSessions.push(...data.watchSessions.slice(0, 10));
-  await putSessions([
-    ...data.freshSessionsA,
-    ...data.freshSessionsB,
-    ...data.listChats,
-    ...data.watchSessions,
-  ]);
+  await putSessions([...data.freshSessions, ...data.watchSessions]);
+  await inBatches([data.readChat, data.fanoutChat, ...data.changeChats], 70, (sessionId) =>
+    buildChat(store, sessionId),
+  );
+  await inBatches(data.settleChats, 2_000, (sessionId) => offerTo(sessionId, 0, "o0"));
 
-  await inBatches(data.listChats, 50, async (sessionId) => {
-    for (let i = 0; i < 10; i++) {
-      const offered = await offerTo(sessionId, i);
-      if (i < 7 && offered.kind === "recorded") {
-        await store.settle(sessionId, offered.suggestion.id, i % 2 === 0 ? "dismissed" : "drafted");
-      }
-    }
-  });
-
-  const startSessions = ids("start", 5_000);
-  const concurrencySessions = ids("concurrent", 30);
+  const startSessions = ids("start", SIZES.startSessions);
+  const concurrencySessions = ids("concurrent", 40);
   await putSessions([...startSessions, ...concurrencySessions]);
   await inBatches(startSessions, 200, async (sessionId) => {
     for (let i = 0; i < 3; i++) {
@@ -93,9 +99,13 @@ export async function prepare(redisUrl: string): Promise<BenchData> {
       if (offered.kind === "recorded") data.startPairs.push([sessionId, offered.suggestion.id]);
     }
   });
-  await inBatches(concurrencySessions, 30, async (sessionId) => {
-    const offered = await offerTo(sessionId, 0);
-    if (offered.kind === "recorded") data.concurrencyPairs.push([sessionId, offered.suggestion.id]);
+  await inBatches(concurrencySessions, 40, async (sessionId) => {
+    for (let i = 0; i < 3; i++) {
+      const offered = await offerTo(sessionId, i);
+      if (offered.kind === "recorded") {
+        data.concurrencyPairs.push([sessionId, offered.suggestion.id]);
+      }
+    }
   });
   await redis.quit();
   return data;
