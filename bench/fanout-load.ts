@@ -39,19 +39,17 @@ const PATH = "/oda.suggest.v1.SuggestionService/WatchSuggestions";
 /** Streams per connection: the service takes up to 1,000 on one. */
 const PER_CONNECTION = 250;
 
-async function main(): Promise<void> {
-  const config = JSON.parse(process.argv[2] as string) as {
-    address: string;
-    redisUrl: string;
-    sessionId: string;
-    watchers: number;
-    changes: number;
-  };
-  const body = requestFrame(WatchSuggestionsRequestSchema, { sessionId: config.sessionId });
-  const connections = await connectAll(config.address, Math.ceil(config.watchers / PER_CONNECTION));
+/** Opens the watchers, each on its own stream; `onMessage` hears every message of any. */
+async function openWatchers(
+  address: string,
+  sessionId: string,
+  count: number,
+  onMessage: () => void,
+): Promise<{ watchers: Watcher[]; cancel: () => void }> {
+  const body = requestFrame(WatchSuggestionsRequestSchema, { sessionId });
+  const connections = await connectAll(address, Math.ceil(count / PER_CONNECTION));
   const watchers: Watcher[] = [];
-  let onMessage = () => {};
-  const streams = Array.from({ length: config.watchers }, (_, i) => {
+  const streams = Array.from({ length: count }, (_, i) => {
     const watcher: Watcher = { o9Open: undefined, messages: 0 };
     watchers.push(watcher);
     const session = connections[Math.floor(i / PER_CONNECTION)];
@@ -63,6 +61,27 @@ async function main(): Promise<void> {
       onMessage();
     });
   });
+  const cancel = () => {
+    for (const s of streams) s.cancel();
+  };
+  return { watchers, cancel };
+}
+
+async function main(): Promise<void> {
+  const config = JSON.parse(process.argv[2] as string) as {
+    address: string;
+    redisUrl: string;
+    sessionId: string;
+    watchers: number;
+    changes: number;
+  };
+  let onMessage = () => {};
+  const { watchers, cancel } = await openWatchers(
+    config.address,
+    config.sessionId,
+    config.watchers,
+    () => onMessage(),
+  );
   const until = (done: () => boolean, what: string) =>
     new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`timed out: ${what}`)), 20_000);
@@ -76,7 +95,8 @@ async function main(): Promise<void> {
   await until(() => watchers.every((w) => w.messages > 0), "first lists of every watcher");
   await new Promise((r) => setTimeout(r, 500));
   const store = new SuggestionStore(createRedisClient(config.redisUrl));
-  const before = watchers.reduce((n, w) => n + w.messages, 0);
+  const messages = () => watchers.reduce((n, w) => n + w.messages, 0);
+  const before = messages();
   const delivery: number[] = [];
   console.log("fanout-start");
   for (let k = 0; k < config.changes; k++) {
@@ -88,8 +108,8 @@ async function main(): Promise<void> {
     delivery.push(performance.now() - began);
   }
   console.log("fanout-end");
-  const delivered = watchers.reduce((n, w) => n + w.messages, 0) - before;
-  for (const s of streams) s.cancel();
+  const delivered = messages() - before;
+  cancel();
   const result: FanoutResult = {
     watchers: config.watchers,
     changes: config.changes,

@@ -10,6 +10,7 @@
  *   node --import tsx bench/load.ts <file holding a LoadConfig as JSON>
  */
 import { readFileSync } from "node:fs";
+import type { ClientHttp2Session } from "node:http2";
 import { fromBinary } from "@bufbuild/protobuf";
 import { AgentRole } from "../gen/oda/suggest/v1/suggestion_pb.js";
 import {
@@ -185,67 +186,95 @@ function sourceOf(config: LoadConfig): Source {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/** The state of a run, shared by its slots. */
+interface Run {
+  measuring: boolean;
+  stopped: boolean;
+  exhausted: boolean;
+  readonly latencies: number[];
+  errors: number;
+  firstError: string | undefined;
+}
+
+/** One step of a slot; a call is counted (its latency, or its failure) while measuring. */
+async function runStep(step: Step, session: ClientHttp2Session, run: Run): Promise<void> {
+  let error: string | undefined;
+  if ("change" in step) {
+    error = await step.change();
+  } else {
+    const began = performance.now();
+    const answer = await unaryCall(session, step.path, step.body);
+    error = answer.error ?? step.check?.(answer);
+    if (error === undefined && run.measuring) run.latencies.push(performance.now() - began);
+  }
+  if (error !== undefined && run.measuring) {
+    run.errors++;
+    run.firstError ??= error;
+  }
+}
+
+/** One slot: the source's chains in turn, until the run stops or the source is used up. */
+async function runSlot(s: number, session: ClientHttp2Session, source: Source, run: Run) {
+  while (!run.stopped) {
+    const chain = source(s);
+    if (chain === undefined) {
+      run.exhausted = true;
+      return;
+    }
+    for (const step of chain) await runStep(step, session, run);
+  }
+}
+
+/**
+ * Runs connections × inFlight slots over `sessions` until the warm-up and the window
+ * have passed or the source is used up, printing the window's marks; answers what the
+ * window measured.
+ */
+async function drive(
+  config: LoadConfig,
+  source: Source,
+  sessions: readonly ClientHttp2Session[],
+): Promise<LoadResult> {
+  const run: Run = {
+    measuring: false,
+    stopped: false,
+    exhausted: false,
+    latencies: [],
+    errors: 0,
+    firstError: undefined,
+  };
+  const slots = Promise.all(
+    Array.from({ length: config.connections * config.inFlight }, (_, s) =>
+      runSlot(s, sessions[s % sessions.length] as ClientHttp2Session, source, run),
+    ),
+  );
+  await Promise.race([sleep(config.warmupMs), slots]);
+  run.measuring = true;
+  console.log("window-start");
+  const began = performance.now();
+  await Promise.race([sleep(config.windowMs), slots]);
+  run.measuring = false;
+  const windowMs = performance.now() - began;
+  console.log("window-end");
+  run.stopped = true;
+  await slots;
+  return {
+    calls: run.latencies.length,
+    errors: run.errors,
+    callsPerSecond: run.latencies.length / (windowMs / 1_000),
+    ...latencyOf(run.latencies),
+    windowMs,
+    exhausted: run.exhausted,
+    ...(run.firstError === undefined ? {} : { firstError: run.firstError }),
+  };
+}
+
 async function main(): Promise<void> {
   const config = JSON.parse(readFileSync(process.argv[2] as string, "utf8")) as LoadConfig;
   const source = sourceOf(config);
   const sessions = await connectAll(config.address, config.connections);
-  let measuring = false;
-  let stopped = false;
-  let exhausted = false;
-  let errors = 0;
-  let firstError: string | undefined;
-  const latencies: number[] = [];
-  const fail = (text: string) => {
-    errors++;
-    firstError ??= text;
-  };
-  const slot = async (s: number) => {
-    const session = sessions[s % sessions.length];
-    if (session === undefined) return;
-    while (!stopped) {
-      const chain = source(s);
-      if (chain === undefined) {
-        exhausted = true;
-        return;
-      }
-      for (const step of chain) {
-        if ("change" in step) {
-          const error = await step.change();
-          if (error !== undefined && measuring) fail(error);
-          continue;
-        }
-        const began = performance.now();
-        const answer = await unaryCall(session, step.path, step.body);
-        if (!measuring) continue;
-        const error = answer.error ?? step.check?.(answer);
-        if (error === undefined) latencies.push(performance.now() - began);
-        else fail(error);
-      }
-    }
-  };
-  const slots = Promise.all(
-    Array.from({ length: config.connections * config.inFlight }, (_, s) => slot(s)),
-  );
-  await Promise.race([sleep(config.warmupMs), slots]);
-  measuring = true;
-  console.log("window-start");
-  const began = performance.now();
-  await Promise.race([sleep(config.windowMs), slots]);
-  measuring = false;
-  const windowMs = performance.now() - began;
-  console.log("window-end");
-  stopped = true;
-  await slots;
+  const result = await drive(config, source, sessions);
   for (const session of sessions) session.close();
-  const result: LoadResult = {
-    calls: latencies.length,
-    errors,
-    callsPerSecond: latencies.length / (windowMs / 1_000),
-    ...latencyOf(latencies),
-    windowMs,
-    exhausted,
-    ...(firstError === undefined ? {} : { firstError }),
-  };
   console.log(JSON.stringify(result));
   process.exit(0);
 }

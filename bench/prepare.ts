@@ -43,12 +43,10 @@ async function inBatches<T>(
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
 }
 
-/** Writes sessions, offers and settlements for every scenario. */
-export async function prepare(redisUrl: string): Promise<BenchData> {
-  const redis = createRedisClient(redisUrl);
+/** Writes through the service's own embedded host and store. */
+function writers(redis: ReturnType<typeof createRedisClient>) {
   const host = new EmbeddedChatHost(redis);
   const store = new SuggestionStore(redis);
-  const ids = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
   const putSessions = (sessions: string[]) =>
     inBatches(sessions, 2_000, (sessionId) =>
       host.putSession({
@@ -71,42 +69,43 @@ export async function prepare(redisUrl: string): Promise<BenchData> {
       },
       false,
     );
+  /** Three open offers in each session: (session, suggestion) pairs to start. */
+  const openPairs = async (sessions: string[], concurrency: number) => {
+    const pairs: [string, string][] = [];
+    await putSessions(sessions);
+    await inBatches(sessions, concurrency, async (sessionId) => {
+      for (let i = 0; i < 3; i++) {
+        const offered = await offerTo(sessionId, i);
+        if (offered.kind === "recorded") pairs.push([sessionId, offered.suggestion.id]);
+      }
+    });
+    return pairs;
+  };
+  return { store, putSessions, offerTo, openPairs };
+}
 
+/** Writes sessions, offers and settlements for every scenario. */
+export async function prepare(redisUrl: string): Promise<BenchData> {
+  const redis = createRedisClient(redisUrl);
+  const { store, putSessions, offerTo, openPairs } = writers(redis);
+  const ids = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
+  const watchSessions = ids("watch", 100);
   const data: BenchData = {
     freshSessions: ids("fresh", SIZES.freshSessions),
     readChat: "read-0",
     changeChats: ids("change", SIZES.changeChats),
     settleChats: ids("settle", SIZES.settleChats),
     fanoutChat: "fanout-0",
-    startPairs: [],
-    concurrencyPairs: [],
-    watchSessions: ids("watch", 100),
-    watchOfferSessions: [],
+    startPairs: await openPairs(ids("start", SIZES.startSessions), 200),
+    concurrencyPairs: await openPairs(ids("concurrent", 40), 40),
+    watchSessions,
+    watchOfferSessions: watchSessions.slice(0, 10),
   };
-  data.watchOfferSessions.push(...data.watchSessions.slice(0, 10));
   await putSessions([...data.freshSessions, ...data.watchSessions]);
   await inBatches([data.readChat, data.fanoutChat, ...data.changeChats], 70, (sessionId) =>
     buildChat(store, sessionId),
   );
   await inBatches(data.settleChats, 2_000, (sessionId) => offerTo(sessionId, 0, "o0"));
-
-  const startSessions = ids("start", SIZES.startSessions);
-  const concurrencySessions = ids("concurrent", 40);
-  await putSessions([...startSessions, ...concurrencySessions]);
-  await inBatches(startSessions, 200, async (sessionId) => {
-    for (let i = 0; i < 3; i++) {
-      const offered = await offerTo(sessionId, i);
-      if (offered.kind === "recorded") data.startPairs.push([sessionId, offered.suggestion.id]);
-    }
-  });
-  await inBatches(concurrencySessions, 40, async (sessionId) => {
-    for (let i = 0; i < 3; i++) {
-      const offered = await offerTo(sessionId, i);
-      if (offered.kind === "recorded") {
-        data.concurrencyPairs.push([sessionId, offered.suggestion.id]);
-      }
-    }
-  });
   await redis.quit();
   return data;
 }

@@ -74,7 +74,7 @@ export function limitOf(input: LimitInput): string {
   const { machine } = input.cores;
   if (machine >= 0.9 * input.machineCores) {
     const others = Math.max(0, machine - server - generator - redis);
-    return `machine (all ${input.machineCores} cores busy, ${others.toFixed(2)} of them other processes)`;
+    return `machine busy (other processes used ${others.toFixed(2)} of ${input.machineCores} cores)`;
   }
   const { writesPerSecond, diskFloorPerSecond } = input;
   if (
@@ -120,7 +120,7 @@ function rowLines(report: Report): string[] {
         : {}),
     });
     const c = r.cores;
-    const cores = `server ${fixed(c.server, 2)}, generator ${fixed(c.generator, 2)}, Redis ${fixed(c.redis, 2)}, machine ${fixed(c.machine, 2)}`;
+    const cores = `cores: server ${fixed(c.server, 2)}, generator ${fixed(c.generator, 2)}, Redis ${fixed(c.redis, 2)}, machine ${fixed(c.machine, 2)}`;
     const remarks = [
       r.note,
       r.errors > 0 ? `${r.errors} errors: ${r.firstError ?? "?"}` : undefined,
@@ -135,7 +135,7 @@ function rowLines(report: Report): string[] {
       fixed(ratio, 2),
       r.target === undefined ? "" : `≤ ${r.target}`,
       r.target === undefined ? "" : ratio <= r.target ? "yes" : "no",
-      `${limit} (${cores} cores)${remarks.length > 0 ? `; ${remarks.join("; ")}` : ""}`,
+      `${limit}; ${cores}${remarks.length > 0 ? `; ${remarks.join("; ")}` : ""}`,
     ]);
   });
 }

@@ -9,6 +9,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
+import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
 import { HealthCheckRequestSchema } from "../gen/grpc/health/v1/health_pb.js";
 import {
   GetSuggestionRequestSchema,
@@ -17,12 +18,14 @@ import {
 import { freePort, startRedisServer } from "../server/redis/redis-server-process.js";
 import { measureFanout, measureStartConcurrency } from "./extras.js";
 import { H2LOAD_MISSING, h2loadVersion } from "./h2load.js";
+import { runHistoryBench } from "./history.js";
+import type { LoadConfig } from "./load.js";
 import { startNode } from "./measure.js";
 import { prepare } from "./prepare.js";
 import { measureDiskFloor } from "./redis-floor.js";
 import type { Row } from "./report.js";
 import { writeReport } from "./report.js";
-import { h2loadRow, type LoadShape, nodeRow, type Watched } from "./rows.js";
+import { h2loadRow, type LoadShape, nodeRow, type RowSpec, type Watched } from "./rows.js";
 import { type Extra, extraRowsOf } from "./summary.js";
 import { measureWatchers } from "./watchers.js";
 
@@ -66,105 +69,163 @@ async function noopRow(redisPid: number): Promise<Row> {
 
 type Data = Awaited<ReturnType<typeof prepare>>;
 
+/** What a scenario runs with. */
+interface Ctx {
+  readonly data: Data;
+  readonly redisUrl: string;
+  /** An h2load window of one request to a method of the SuggestionService. */
+  read<Desc extends DescMessage>(
+    spec: RowSpec,
+    method: string,
+    schema: Desc,
+    init: MessageInitShape<Desc>,
+  ): Promise<Row>;
+  /** A window of the lean generator. */
+  load(spec: RowSpec, config: Omit<LoadConfig, keyof LoadShape | "address">): Promise<Row>;
+  /** An h2load window of the service's Health/Check. */
+  health(spec: RowSpec): Promise<Row>;
+}
+
+const none = { sessions: [], pairs: [], runId: "" };
+
 /** Every load window against the service, in the order the report lists them. */
-async function serviceRows(address: string, watched: Watched, data: Data, redisUrl: string) {
-  const rows: (Row | undefined)[] = [];
-  const read = { sessionId: data.readChat };
-  rows.push(
-    await step("Health/Check on the service's fast path", () =>
-      h2loadRow(
-        { scenario: "the service's Health/Check", writes: false },
-        address,
-        watched,
-        SHAPE,
-        {
-          path: HEALTH,
-          schema: HealthCheckRequestSchema,
-          init: {},
-        },
-      ),
-    ),
-    await step("GetSuggestion", () =>
-      h2loadRow(
+const SCENARIOS: readonly [string, (ctx: Ctx) => Promise<Row>][] = [
+  [
+    "Health/Check on the service's fast path",
+    (c) => c.health({ scenario: "the service's Health/Check", writes: false }),
+  ],
+  [
+    "GetSuggestion",
+    (c) =>
+      c.read(
         { scenario: "GetSuggestion (chat of 3 open + 7 settled)", writes: false, target: 1.5 },
-        address,
-        watched,
-        SHAPE,
-        {
-          path: `${SERVICE}/GetSuggestion`,
-          schema: GetSuggestionRequestSchema,
-          init: { ...read, suggestionId: "o9" },
-        },
+        "GetSuggestion",
+        GetSuggestionRequestSchema,
+        { sessionId: c.data.readChat, suggestionId: "o9" },
       ),
-    ),
-    await step("ListSuggestions, chat unchanged", () =>
-      h2loadRow(
+  ],
+  [
+    "ListSuggestions, chat unchanged",
+    (c) =>
+      c.read(
         {
           scenario: "ListSuggestions, chat unchanged since the last read",
           writes: false,
           target: 1.5,
         },
-        address,
-        watched,
-        SHAPE,
-        { path: `${SERVICE}/ListSuggestions`, schema: ListSuggestionsRequestSchema, init: read },
+        "ListSuggestions",
+        ListSuggestionsRequestSchema,
+        { sessionId: c.data.readChat },
       ),
-    ),
-    await step("ListSuggestions right after a change", () =>
-      nodeRow(
+  ],
+  [
+    "ListSuggestions right after a change",
+    (c) =>
+      c.load(
         {
           scenario: "ListSuggestions right after a change (made by another instance)",
           writes: false,
           target: 2.5,
         },
-        watched,
-        SHAPE,
         {
-          address,
+          ...none,
           scenario: "list-after-change",
-          sessions: data.changeChats,
-          pairs: [],
-          runId: "",
-          redisUrl,
+          sessions: c.data.changeChats,
+          redisUrl: c.redisUrl,
         },
       ),
-    ),
-    await step("SuggestTask, fresh session per call", () =>
-      nodeRow(
+  ],
+  [
+    "SuggestTask, fresh session per call",
+    (c) =>
+      c.load(
         {
           scenario: "SuggestTask, fresh session per call, 64 in flight",
           writes: true,
           target: 2.0,
         },
-        watched,
-        SHAPE,
         {
-          address,
+          ...none,
           scenario: "suggest-task",
-          sessions: data.freshSessions,
-          pairs: [],
+          sessions: c.data.freshSessions,
           runId: `r${Date.now()}`,
         },
       ),
-    ),
-    await step("Dismiss / Restore / Draft", () =>
-      nodeRow(
+  ],
+  [
+    "Dismiss / Restore / Draft",
+    (c) =>
+      c.load(
         { scenario: "Dismiss / Restore / Draft, in turn", writes: true, target: 2.0 },
-        watched,
-        SHAPE,
-        { address, scenario: "settle", sessions: data.settleChats, pairs: [], runId: "" },
+        { ...none, scenario: "settle", sessions: c.data.settleChats },
       ),
-    ),
-    await step("StartSuggestion, embedded host", () =>
-      nodeRow(
+  ],
+  [
+    "StartSuggestion, embedded host",
+    (c) =>
+      c.load(
         { scenario: "StartSuggestion, embedded host", writes: true, target: 4.0 },
-        watched,
-        SHAPE,
-        { address, scenario: "start", sessions: [], pairs: data.startPairs, runId: "" },
+        { ...none, scenario: "start", pairs: c.data.startPairs },
       ),
-    ),
+  ],
+];
+
+/** The selected scenarios against the service at `address`. */
+async function serviceRows(address: string, watched: Watched, data: Data, redisUrl: string) {
+  const ctx: Ctx = {
+    data,
+    redisUrl,
+    read: (spec, method, schema, init) =>
+      h2loadRow(spec, address, watched, SHAPE, { path: `${SERVICE}/${method}`, schema, init }),
+    load: (spec, config) => nodeRow(spec, watched, SHAPE, { address, ...config }),
+    health: (spec) =>
+      h2loadRow(spec, address, watched, SHAPE, {
+        path: HEALTH,
+        schema: HealthCheckRequestSchema,
+        init: {},
+      }),
+  };
+  const rows: Row[] = [];
+  for (const [name, run] of SCENARIOS) {
+    const row = await step(name, () => run(ctx));
+    if (row !== undefined) rows.push(row);
+  }
+  return rows;
+}
+
+/** The service on `redis`: its load windows, then the figures measured beside them. */
+async function measureService(
+  redis: { url: string; pid: number },
+  data: Data,
+  extra: Extra,
+  started: { stop: () => Promise<void> }[],
+): Promise<Row[]> {
+  const port = await freePort();
+  const server = await startNode(
+    ["server/main.ts"],
+    {
+      PORT: String(port),
+      REDIS_URL: redis.url,
+      GRPC_FAST_PATH: process.env.BENCH_GRPC_FAST_PATH ?? "1",
+      LOG_LEVEL: "info",
+    },
+    /listening on/,
   );
-  return rows.filter((r) => r !== undefined);
+  started.push(server);
+  const address = `127.0.0.1:${port}`;
+  const watched = { server: server.pid, redis: redis.pid };
+  const rows = await serviceRows(address, watched, data, redis.url);
+  extra.startConcurrency = await step("50 concurrent Starts of one suggestion", () =>
+    measureStartConcurrency(address, watched, data.concurrencyPairs),
+  );
+  extra.fanout = await step("a change reaching 1,000 watchers of one chat", () =>
+    measureFanout(address, watched, redis.url, data.fanoutChat, 1_000, 30),
+  );
+  extra.watchers = await step("10,000 idle watchers", () =>
+    measureWatchers(address, server.pid, redis.url, data.watchSessions, data.watchOfferSessions),
+  );
+  await server.stop();
+  return rows;
 }
 
 async function main(): Promise<void> {
@@ -185,41 +246,14 @@ async function main(): Promise<void> {
     started.push(redis);
     const data = (await step("preparing data", () => prepare(redis.url), true)) as Data;
     rows.push(await noopRow(redis.pid));
-
-    const port = await freePort();
-    const server = await startNode(
-      ["server/main.ts"],
-      {
-        PORT: String(port),
-        REDIS_URL: redis.url,
-        GRPC_FAST_PATH: process.env.BENCH_GRPC_FAST_PATH ?? "1",
-        LOG_LEVEL: "info",
-      },
-      /listening on/,
+    rows.push(...(await measureService(redis, data, extra, started)));
+    extra.history = await step("a chat of 10,000 records against a fresh one", () =>
+      runHistoryBench(redis.url),
     );
-    started.push(server);
-    const address = `127.0.0.1:${port}`;
-    const watched = { server: server.pid, redis: redis.pid };
-    rows.push(...(await serviceRows(address, watched, data, redis.url)));
-    extra.startConcurrency = await step("50 concurrent Starts of one suggestion", () =>
-      measureStartConcurrency(address, watched, data.concurrencyPairs),
-    );
-    extra.fanout = await step("a change reaching 1,000 watchers of one chat", () =>
-      measureFanout(address, watched, redis.url, data.fanoutChat, 1_000, 30),
-    );
-    extra.watchers = await step("10,000 idle watchers", () =>
-      measureWatchers(address, server.pid, redis.url, data.watchSessions, data.watchOfferSessions),
-    );
-    await server.stop();
-    extra.history = await step("a chat of 10,000 records against a fresh one", async () => {
-      const { runHistoryBench } = await import("./history.js");
-      return runHistoryBench(redis.url);
-    });
   } finally {
     for (const process of started.reverse()) await process.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  const noopUsPerCall = rows[0]?.serverCpuUsPerCall ?? Number.NaN;
   const floor = extra.diskFloor?.at64.requestsPerSecond;
   writeReport({
     machine: `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}, ${version}`,
@@ -227,7 +261,7 @@ async function main(): Promise<void> {
     settings: `${SHAPE.connections} connections × ${SHAPE.inFlight} streams, ${SHAPE.warmupMs / 1_000} s warm-up, ${SHAPE.windowMs / 1_000} s window`,
     tookMs: Date.now() - began,
     rows,
-    noopUsPerCall,
+    noopUsPerCall: rows[0]?.serverCpuUsPerCall ?? Number.NaN,
     ...(floor === undefined ? {} : { diskFloorAt64PerSecond: floor }),
     extraRows: extraRowsOf(extra, rows, cpus().length),
     extra,

@@ -17,7 +17,7 @@ describe("limitOf", () => {
 
   it("names the machine when all its cores are busy and no process is near one", () => {
     expect(limitOf({ cores: cores(0.5, 0.2, 0.1, 1.9), machineCores: 2 })).toBe(
-      "machine (all 2 cores busy, 1.10 of them other processes)",
+      "machine busy (other processes used 1.10 of 2 cores)",
     );
   });
 
