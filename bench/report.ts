@@ -100,7 +100,7 @@ export interface Report {
   readonly settings: string;
   readonly tookMs: number;
   readonly rows: readonly Row[];
-  /** The grpc-js noop's server CPU per call, the unit of every ratio. */
+  /** The grpc-js noop's server CPU per call (mean of its windows), the unit of every ratio. */
   readonly noopUsPerCall: number;
   readonly diskFloorAt64PerSecond?: number;
   readonly extraRows: readonly ExtraRow[];
@@ -144,6 +144,7 @@ function rowLines(report: Report): string[] {
 export function markdownOf(report: Report): string {
   return [
     `Machine: ${report.machine}. Command: \`npm run bench\` (${report.settings}; took ${fixed(report.tookMs / 1_000, 0)} s).`,
+    `Every ratio is server CPU per call ÷ ${fixed(report.noopUsPerCall, 1)} µs, the grpc-js noop's (mean of its windows in this run). Targets are issue 16's; they are reported, never enforced.`,
     "",
     tableLine([
       "scenario",
