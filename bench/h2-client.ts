@@ -31,61 +31,26 @@ export async function connectAll(address: string, count: number): Promise<Client
   );
 }
 
-/** How one unary call ended. */
+/** How one call ended. */
 export interface UnaryAnswer {
   /** The gRPC status; -1 when the stream failed or carried none. */
   readonly status: number;
-  /** The response message (payload only); empty when there was none. */
+  /** The (first) response message, payload only; empty when there was none. */
   readonly message: Buffer;
+  /** Set unless the status is 0: the stream's error or the status and its message. */
   readonly error?: string;
 }
 
-/** One unary gRPC call with a pre-framed body; never rejects (failures are answers). */
-export function unaryCall(
-  session: ClientHttp2Session,
-  path: string,
-  body: Buffer,
-): Promise<UnaryAnswer> {
-  return new Promise((resolve) => {
-    const stream = session.request(requestHeaders(path));
-    const chunks: Buffer[] = [];
-    let headers: IncomingHttpHeaders | undefined;
-    let trailers: IncomingHttpHeaders | undefined;
-    stream.on("response", (h) => {
-      headers = h;
-    });
-    stream.on("trailers", (t) => {
-      trailers = t;
-    });
-    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-    stream.on("error", (err: Error) =>
-      resolve({ status: -1, message: Buffer.alloc(0), error: err.message }),
-    );
-    stream.on("close", () => {
-      const status = grpcStatusOf(headers, trailers) ?? -1;
-      const data = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-      const message = data.length >= 5 ? data.subarray(5) : Buffer.alloc(0);
-      const text = trailers?.["grpc-message"] ?? headers?.["grpc-message"];
-      resolve(
-        status === 0
-          ? { status, message }
-          : { status, message, error: `grpc-status ${status}: ${String(text ?? "")}` },
-      );
-    });
-    stream.end(body);
-  });
-}
-
 /**
- * A server-streaming call: `onMessage` gets every response message as it arrives; the
- * answer resolves with the final status when the stream ends.
+ * A call of a pre-framed body: `onMessage` gets every response message as it arrives;
+ * `done` resolves with the final status when the stream ends, never rejects.
  */
 export function streamCall(
   session: ClientHttp2Session,
   path: string,
   body: Buffer,
   onMessage: (message: Buffer) => void,
-): { done: Promise<UnaryAnswer>; cancel: () => void } {
+): { done: Promise<Omit<UnaryAnswer, "message">>; cancel: () => void } {
   const stream = session.request(requestHeaders(path));
   const reader = new GrpcFrameReader();
   let headers: IncomingHttpHeaders | undefined;
@@ -99,14 +64,31 @@ export function streamCall(
   stream.on("data", (chunk: Buffer) => {
     for (const message of reader.push(chunk)) onMessage(message);
   });
-  const done = new Promise<UnaryAnswer>((resolve) => {
-    stream.on("error", (err: Error) =>
-      resolve({ status: -1, message: Buffer.alloc(0), error: err.message }),
-    );
-    stream.on("close", () =>
-      resolve({ status: grpcStatusOf(headers, trailers) ?? -1, message: Buffer.alloc(0) }),
-    );
+  const done = new Promise<Omit<UnaryAnswer, "message">>((resolve) => {
+    stream.on("error", (err: Error) => resolve({ status: -1, error: err.message }));
+    stream.on("close", () => {
+      const status = grpcStatusOf(headers, trailers) ?? -1;
+      const text = trailers?.["grpc-message"] ?? headers?.["grpc-message"];
+      resolve(
+        status === 0
+          ? { status }
+          : { status, error: `grpc-status ${status}: ${String(text ?? "")}` },
+      );
+    });
   });
   stream.end(body);
   return { done, cancel: () => stream.close(http2.constants.NGHTTP2_CANCEL) };
+}
+
+/** One unary gRPC call with a pre-framed body; never rejects (failures are answers). */
+export async function unaryCall(
+  session: ClientHttp2Session,
+  path: string,
+  body: Buffer,
+): Promise<UnaryAnswer> {
+  let message: Buffer | undefined;
+  const { done } = streamCall(session, path, body, (m) => {
+    message ??= m;
+  });
+  return { ...(await done), message: message ?? Buffer.alloc(0) };
 }
