@@ -1,47 +1,53 @@
 /**
- * The load generator, in a process of its own: a gRPC client (@grpc/grpc-js) with a
- * fixed number of connections and calls in flight on each, a warm-up, then a fixed
- * window. It prints `window-start` and `window-end` the moment each happens (the runner
- * reads the server's CPU then) and, last, one JSON line with the window's results.
+ * The lean load generator, in a process of its own, for calls that each need their own
+ * body (h2load posts one body over and over): raw `node:http2`, every request encoded
+ * with protobuf-es before the warm-up begins, a fixed number of connections and calls
+ * in flight on each, a warm-up, then a fixed window. It prints `window-start` and
+ * `window-end` the moment each happens (the runner reads the CPU of the server, of
+ * Redis and of this process then) and, last, one JSON line with the window's results.
+ * A window also ends when the prepared bodies run out; the result says when.
  *
  *   node --import tsx bench/load.ts <file holding a LoadConfig as JSON>
  */
 import { readFileSync } from "node:fs";
-import {
-  create,
-  type DescMessage,
-  fromBinary,
-  type MessageInitShape,
-  toBinary,
-} from "@bufbuild/protobuf";
-import * as grpc from "@grpc/grpc-js";
-import {
-  HealthCheckRequestSchema,
-  HealthCheckResponseSchema,
-} from "../gen/grpc/health/v1/health_pb.js";
+import type { ClientHttp2Session } from "node:http2";
+import { fromBinary } from "@bufbuild/protobuf";
 import { AgentRole } from "../gen/oda/suggest/v1/suggestion_pb.js";
 import {
+  DismissSuggestionRequestSchema,
+  DraftSuggestionRequestSchema,
   ListSuggestionsRequestSchema,
-  ListSuggestionsResponseSchema,
+  RestoreSuggestionRequestSchema,
   StartSuggestionRequestSchema,
-  StartSuggestionResponseSchema,
   SuggestTaskRequestSchema,
   SuggestTaskResponseSchema,
 } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
+import { createRedisClient } from "../server/store/scripts.js";
+import { SuggestionStore } from "../server/store/suggestion-store.js";
+import { requestFrame } from "./grpc-frames.js";
+import { connectAll, type UnaryAnswer, unaryCall } from "./h2-client.js";
+import { latencyOf } from "./stats.js";
 
 /** What one load run does. */
 export interface LoadConfig {
   readonly address: string;
-  readonly scenario: "noop" | "suggest-task" | "list" | "start";
+  /**
+   * suggest-task: one SuggestTask per prepared (fresh) session; start: one Start per
+   * prepared pair; settle: Dismiss, Restore, Draft in turn of each chat's open offer
+   * `o0`; list-after-change: each slot on a chat of its own (bench/history.ts's
+   * `buildChat`), a change of its `o9` written straight to Redis (as another instance
+   * would), then one ListSuggestions, over and over; only the Lists are counted.
+   */
+  readonly scenario: "suggest-task" | "start" | "settle" | "list-after-change";
   readonly connections: number;
   readonly inFlight: number;
   readonly warmupMs: number;
   readonly windowMs: number;
-  /** Session ids prepared for the scenario (suggest-task: fresh sessions; list: chats). */
   readonly sessions: readonly string[];
-  /** start: the (session, suggestion) pairs prepared, each started once. */
   readonly pairs: readonly (readonly [string, string])[];
   readonly runId: string;
+  /** list-after-change: the Redis the changes are written to. */
+  readonly redisUrl?: string;
 }
 
 /** What the window measured. */
@@ -52,34 +58,52 @@ export interface LoadResult {
   readonly p50Ms: number;
   readonly p90Ms: number;
   readonly p99Ms: number;
+  /** The window's real length: shorter than asked when the prepared bodies ran out. */
+  readonly windowMs: number;
+  readonly exhausted: boolean;
   readonly firstError?: string;
 }
 
-interface Call {
-  readonly path: string;
-  readonly input: DescMessage;
-  readonly output: DescMessage;
-  readonly request: (i: number) => MessageInitShape<DescMessage>;
+/** One step of a slot: a measured call, or a change made straight in Redis (not counted). */
+type Step =
+  | {
+      readonly path: string;
+      readonly body: Buffer;
+      readonly check?: (a: UnaryAnswer) => string | undefined;
+    }
+  | { readonly change: () => Promise<string | undefined> };
+
+/** The next steps of a slot, in order; undefined once the prepared work is used up. */
+type Source = (slot: number) => readonly Step[] | undefined;
+
+const SERVICE = "/oda.suggest.v1.SuggestionService";
+
+/** Hands out prepared chains one at a time, to whichever slot asks first. */
+function queue(chains: readonly (readonly Step[])[]): Source {
+  let next = 0;
+  return () => chains[next++];
 }
 
-function scenarioCall(config: LoadConfig): Call {
-  switch (config.scenario) {
-    case "noop":
-      return {
-        path: "/grpc.health.v1.Health/Check",
-        input: HealthCheckRequestSchema,
-        output: HealthCheckResponseSchema,
-        request: () => ({}),
-      };
-    case "suggest-task":
-      // Each call a fresh session and turn: the full check-and-append every time.
-      return {
-        path: "/oda.suggest.v1.SuggestionService/SuggestTask",
-        input: SuggestTaskRequestSchema,
-        output: SuggestTaskResponseSchema,
-        request: (i) => ({
+/**
+ * A SuggestTask answer must carry the recorded offer (a refusal is also grpc-status 0):
+ * its first field is the suggestion (tag 0x0a), the result text follows; decoded only
+ * to say what came instead.
+ */
+function recordedOffer(answer: UnaryAnswer): string | undefined {
+  if (answer.message[0] === 0x0a) return undefined;
+  return `not recorded: ${fromBinary(SuggestTaskResponseSchema, answer.message).result}`;
+}
+
+function suggestTaskSource(config: LoadConfig): Source {
+  const path = `${SERVICE}/SuggestTask`;
+  return queue(
+    config.sessions.map((sessionId, i) => [
+      {
+        path,
+        check: recordedOffer,
+        body: requestFrame(SuggestTaskRequestSchema, {
           context: {
-            sessionId: config.sessions[i % config.sessions.length] as string,
+            sessionId,
             turnId: `${config.runId}-t${i}`,
             role: AgentRole.TOP_LEVEL,
             toolCallId: `${config.runId}-c${i}`,
@@ -90,95 +114,169 @@ function scenarioCall(config: LoadConfig): Call {
             brief: "Find where uploads fail and retry them with backoff.",
           },
         }),
-      };
-    case "list":
-      return {
-        path: "/oda.suggest.v1.SuggestionService/ListSuggestions",
-        input: ListSuggestionsRequestSchema,
-        output: ListSuggestionsResponseSchema,
-        request: (i) => ({ sessionId: config.sessions[i % config.sessions.length] as string }),
-      };
-    case "start":
-      return {
-        path: "/oda.suggest.v1.SuggestionService/StartSuggestion",
-        input: StartSuggestionRequestSchema,
-        output: StartSuggestionResponseSchema,
-        request: (i) => {
-          const [sessionId, suggestionId] = config.pairs[i % config.pairs.length] as [
-            string,
-            string,
-          ];
-          return { sessionId, suggestionId };
+      },
+    ]),
+  );
+}
+
+function startSource(config: LoadConfig): Source {
+  const path = `${SERVICE}/StartSuggestion`;
+  return queue(
+    config.pairs.map(([sessionId, suggestionId]) => [
+      { path, body: requestFrame(StartSuggestionRequestSchema, { sessionId, suggestionId }) },
+    ]),
+  );
+}
+
+function settleSource(config: LoadConfig): Source {
+  return queue(
+    config.sessions.map((sessionId) => {
+      const ids = { sessionId, suggestionId: "o0" };
+      return [
+        {
+          path: `${SERVICE}/DismissSuggestion`,
+          body: requestFrame(DismissSuggestionRequestSchema, ids),
         },
-      };
+        {
+          path: `${SERVICE}/RestoreSuggestion`,
+          body: requestFrame(RestoreSuggestionRequestSchema, ids),
+        },
+        {
+          path: `${SERVICE}/DraftSuggestion`,
+          body: requestFrame(DraftSuggestionRequestSchema, ids),
+        },
+      ];
+    }),
+  );
+}
+
+function listAfterChangeSource(config: LoadConfig): Source {
+  if (config.redisUrl === undefined) throw new Error("list-after-change needs redisUrl");
+  const store = new SuggestionStore(createRedisClient(config.redisUrl));
+  const path = `${SERVICE}/ListSuggestions`;
+  const bodies = config.sessions.map((sessionId) =>
+    requestFrame(ListSuggestionsRequestSchema, { sessionId }),
+  );
+  const dismissed = new Map<number, boolean>();
+  return (slot) => {
+    const chat = slot % config.sessions.length;
+    const sessionId = config.sessions[chat] as string;
+    const outcome = dismissed.get(slot) ? "restored" : "dismissed";
+    dismissed.set(slot, outcome === "dismissed");
+    const change = async () => {
+      const settled = await store.settle(sessionId, "o9", outcome);
+      return settled.kind === "recorded" ? undefined : `change answered ${settled.kind}`;
+    };
+    return [{ change }, { path, body: bodies[chat] as Buffer }];
+  };
+}
+
+function sourceOf(config: LoadConfig): Source {
+  switch (config.scenario) {
+    case "suggest-task":
+      return suggestTaskSource(config);
+    case "start":
+      return startSource(config);
+    case "settle":
+      return settleSource(config);
+    case "list-after-change":
+      return listAfterChangeSource(config);
   }
 }
 
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** The state of a run, shared by its slots. */
+interface Run {
+  measuring: boolean;
+  stopped: boolean;
+  exhausted: boolean;
+  readonly latencies: number[];
+  errors: number;
+  firstError: string | undefined;
+}
+
+/** One step of a slot; a call is counted (its latency, or its failure) while measuring. */
+async function runStep(step: Step, session: ClientHttp2Session, run: Run): Promise<void> {
+  let error: string | undefined;
+  if ("change" in step) {
+    error = await step.change();
+  } else {
+    const began = performance.now();
+    const answer = await unaryCall(session, step.path, step.body);
+    error = answer.error ?? step.check?.(answer);
+    if (error === undefined && run.measuring) run.latencies.push(performance.now() - began);
+  }
+  if (error !== undefined && run.measuring) {
+    run.errors++;
+    run.firstError ??= error;
+  }
+}
+
+/** One slot: the source's chains in turn, until the run stops or the source is used up. */
+async function runSlot(s: number, session: ClientHttp2Session, source: Source, run: Run) {
+  while (!run.stopped) {
+    const chain = source(s);
+    if (chain === undefined) {
+      run.exhausted = true;
+      return;
+    }
+    for (const step of chain) await runStep(step, session, run);
+  }
+}
+
+/**
+ * Runs connections × inFlight slots over `sessions` until the warm-up and the window
+ * have passed or the source is used up, printing the window's marks; answers what the
+ * window measured.
+ */
+async function drive(
+  config: LoadConfig,
+  source: Source,
+  sessions: readonly ClientHttp2Session[],
+): Promise<LoadResult> {
+  const run: Run = {
+    measuring: false,
+    stopped: false,
+    exhausted: false,
+    latencies: [],
+    errors: 0,
+    firstError: undefined,
+  };
+  const slots = Promise.all(
+    Array.from({ length: config.connections * config.inFlight }, (_, s) =>
+      runSlot(s, sessions[s % sessions.length] as ClientHttp2Session, source, run),
+    ),
+  );
+  await Promise.race([sleep(config.warmupMs), slots]);
+  run.measuring = true;
+  console.log("window-start");
+  const began = performance.now();
+  await Promise.race([sleep(config.windowMs), slots]);
+  run.measuring = false;
+  const windowMs = performance.now() - began;
+  console.log("window-end");
+  run.stopped = true;
+  await slots;
+  return {
+    calls: run.latencies.length,
+    errors: run.errors,
+    callsPerSecond: run.latencies.length / (windowMs / 1_000),
+    ...latencyOf(run.latencies),
+    windowMs,
+    exhausted: run.exhausted,
+    ...(run.firstError === undefined ? {} : { firstError: run.firstError }),
+  };
 }
 
 async function main(): Promise<void> {
   const config = JSON.parse(readFileSync(process.argv[2] as string, "utf8")) as LoadConfig;
-  const call = scenarioCall(config);
-  const serialize = (m: unknown) =>
-    Buffer.from(toBinary(call.input, create(call.input, m as never)));
-  const deserialize = (b: Buffer) => fromBinary(call.output, b);
-  const clients = Array.from(
-    { length: config.connections },
-    () =>
-      new grpc.Client(config.address, grpc.credentials.createInsecure(), {
-        "grpc.use_local_subchannel_pool": 1,
-      }),
-  );
-  let next = 0;
-  let measuring = false;
-  let stopped = false;
-  let errors = 0;
-  let firstError: string | undefined;
-  const latencies: number[] = [];
-  const one = (client: grpc.Client) =>
-    new Promise<void>((resolve) => {
-      const i = next++;
-      const began = performance.now();
-      client.makeUnaryRequest(call.path, serialize, deserialize, call.request(i), (err) => {
-        if (measuring) {
-          if (err) {
-            errors++;
-            firstError ??= err.message;
-          } else latencies.push(performance.now() - began);
-        }
-        resolve();
-      });
-    });
-  const loops = clients.flatMap((client) =>
-    Array.from({ length: config.inFlight }, async () => {
-      while (!stopped) await one(client);
-    }),
-  );
-  await new Promise((r) => setTimeout(r, config.warmupMs));
-  measuring = true;
-  console.log("window-start");
-  const began = performance.now();
-  await new Promise((r) => setTimeout(r, config.windowMs));
-  measuring = false;
-  const seconds = (performance.now() - began) / 1000;
-  console.log("window-end");
-  stopped = true;
-  await Promise.all(loops);
-  for (const c of clients) c.close();
-  latencies.sort((a, b) => a - b);
-  const result: LoadResult = {
-    calls: latencies.length,
-    errors,
-    callsPerSecond: latencies.length / seconds,
-    p50Ms: percentile(latencies, 50),
-    p90Ms: percentile(latencies, 90),
-    p99Ms: percentile(latencies, 99),
-    ...(firstError === undefined ? {} : { firstError }),
-  };
+  const source = sourceOf(config);
+  const sessions = await connectAll(config.address, config.connections);
+  const result = await drive(config, source, sessions);
+  for (const session of sessions) session.close();
   console.log(JSON.stringify(result));
+  process.exit(0);
 }
 
 void main();

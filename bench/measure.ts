@@ -12,6 +12,21 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
 }
 
+/**
+ * CPU seconds every core of the machine has been busy so far (all of /proc/stat's
+ * first line but idle and iowait): on a shared machine, other processes' work too.
+ */
+export function machineBusySeconds(): number {
+  const line = readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "";
+  const [user, nice, system, , , irq, softirq, steal] = line
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  const busy = [user, nice, system, irq, softirq, steal].reduce<number>((a, b) => a + (b ?? 0), 0);
+  return busy / TICKS_PER_SECOND;
+}
+
 /** Resident memory of a process, in MB. */
 export function rssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
@@ -48,4 +63,99 @@ export async function startNode(
       await exited;
     },
   };
+}
+
+/** CPU seconds of each watched process at one moment, and when (performance.now(), ms). */
+export interface CpuSample {
+  readonly at: number;
+  readonly cpu: Readonly<Record<string, number>>;
+}
+
+/**
+ * Reads the CPU seconds of every named process now, and of the whole machine as
+ * `machine`; a process gone reads as NaN.
+ */
+export function sampleCpu(pids: Readonly<Record<string, number>>): CpuSample {
+  const cpu: Record<string, number> = { machine: machineBusySeconds() };
+  for (const [name, pid] of Object.entries(pids)) {
+    try {
+      cpu[name] = cpuSeconds(pid);
+    } catch {
+      cpu[name] = Number.NaN;
+    }
+  }
+  return { at: performance.now(), cpu };
+}
+
+/** What a measured stretch cost each process: CPU seconds and the share of one core. */
+export interface WindowCpu {
+  readonly seconds: number;
+  readonly cpuSeconds: Readonly<Record<string, number>>;
+  readonly cores: Readonly<Record<string, number>>;
+}
+
+/** The CPU each process used between two samples. */
+export function windowCpu(start: CpuSample, end: CpuSample): WindowCpu {
+  const seconds = (end.at - start.at) / 1_000;
+  const cpuSeconds: Record<string, number> = {};
+  const cores: Record<string, number> = {};
+  for (const name of Object.keys(start.cpu)) {
+    const used = (end.cpu[name] ?? Number.NaN) - (start.cpu[name] ?? Number.NaN);
+    cpuSeconds[name] = used;
+    cores[name] = used / seconds;
+  }
+  return { seconds, cpuSeconds, cores };
+}
+
+/**
+ * Runs a load generator to its end and samples the CPU of the named processes, and of
+ * the generator itself (as `generator`), the moment it prints a line matching one of
+ * `marks` (e.g. the opening and closing of its measured window). Answers its standard
+ * output and the samples by mark name; rejects when it exits with a failure.
+ */
+export async function runMeasured(
+  command: string,
+  args: readonly string[],
+  pids: Readonly<Record<string, number>>,
+  marks: Readonly<Record<string, RegExp>>,
+): Promise<{ stdout: string; samples: Map<string, CpuSample> }> {
+  const child = spawn(command, args, { stdio: ["ignore", "pipe", "inherit"] });
+  const watched = { ...pids, generator: child.pid ?? 0 };
+  const samples = new Map<string, CpuSample>();
+  let stdout = "";
+  let partial = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString();
+    partial += chunk.toString();
+    let nl = partial.indexOf("\n");
+    while (nl >= 0) {
+      const line = partial.slice(0, nl);
+      partial = partial.slice(nl + 1);
+      for (const [name, re] of Object.entries(marks)) {
+        if (re.test(line)) samples.set(name, sampleCpu(watched));
+      }
+      nl = partial.indexOf("\n");
+    }
+  });
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once("error", reject);
+    child.once("exit", (c) => resolve(c));
+  });
+  if (code !== 0) {
+    throw new Error(
+      `${command} ${args.join(" ").slice(0, 200)} exited ${code}:\n${stdout.slice(-2_000)}`,
+    );
+  }
+  return { stdout, samples };
+}
+
+/** The last line of a generator's output that is a JSON object, parsed. */
+export function lastJsonLine<T>(stdout: string): T {
+  const line = stdout
+    .trim()
+    .split("\n")
+    .reverse()
+    .find((l) => l.startsWith("{"));
+  if (line === undefined) throw new Error(`no JSON result in:\n${stdout.slice(-2_000)}`);
+  return JSON.parse(line) as T;
 }

@@ -4,14 +4,28 @@ import { FolderKind } from "../gen/oda/suggest/v1/chat_host_pb.js";
 import { EmbeddedChatHost } from "../server/host/embedded-host.js";
 import { createRedisClient } from "../server/store/scripts.js";
 import { SuggestionStore } from "../server/store/suggestion-store.js";
+import { buildChat } from "./history.js";
+
+/** How many of each: enough for a window at several times today's rates. */
+const SIZES = {
+  freshSessions: Number(process.env.BENCH_FRESH_SESSIONS ?? 80_000),
+  settleChats: Number(process.env.BENCH_SETTLE_CHATS ?? 20_000),
+  startSessions: Number(process.env.BENCH_START_SESSIONS ?? 5_000),
+  changeChats: 64,
+};
 
 /** Ids of what was prepared, per scenario. */
 export interface BenchData {
   /** Chats with no offer yet: SuggestTask gives each call a fresh one. */
-  readonly freshSessionsA: string[];
-  readonly freshSessionsB: string[];
-  /** Chats holding 3 open and 7 settled offers. */
-  readonly listChats: string[];
+  readonly freshSessions: string[];
+  /** A chat of 3 open (o7 to o9) and 7 settled offers (bench/history.ts `buildChat`): Get, List. */
+  readonly readChat: string;
+  /** One such chat per calls-in-flight slot: ListSuggestions right after a change. */
+  readonly changeChats: string[];
+  /** Chats holding one open offer, `o0`: Dismiss, Restore, Draft of it, in turn. */
+  readonly settleChats: string[];
+  /** A `buildChat` chat its 1,000 watchers watch. */
+  readonly fanoutChat: string;
   /** Open suggestions, each started once. */
   readonly startPairs: [string, string][];
   /** Open suggestions for the 50-concurrent-Starts measurement. */
@@ -29,12 +43,10 @@ async function inBatches<T>(
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
 }
 
-/** Writes sessions, offers and settlements for every scenario. */
-export async function prepare(redisUrl: string): Promise<BenchData> {
-  const redis = createRedisClient(redisUrl);
+/** Writes through the service's own embedded host and store. */
+function writers(redis: ReturnType<typeof createRedisClient>) {
   const host = new EmbeddedChatHost(redis);
   const store = new SuggestionStore(redis);
-  const ids = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
   const putSessions = (sessions: string[]) =>
     inBatches(sessions, 2_000, (sessionId) =>
       host.putSession({
@@ -44,11 +56,11 @@ export async function prepare(redisUrl: string): Promise<BenchData> {
         settings: { model: "m" },
       }),
     );
-  const offerTo = (sessionId: string, turn: number) =>
+  const offerTo = (sessionId: string, turn: number, id: string = randomUUID()) =>
     store.offer(
       sessionId,
       {
-        id: randomUUID(),
+        id,
         turnId: `t${turn}`,
         toolCallId: "",
         title: "Bench offer",
@@ -57,46 +69,43 @@ export async function prepare(redisUrl: string): Promise<BenchData> {
       },
       false,
     );
-
-  const data: BenchData = {
-    freshSessionsA: ids("fresh-a", 80_000),
-    freshSessionsB: ids("fresh-b", 40_000),
-    listChats: ids("list", 300),
-    startPairs: [],
-    concurrencyPairs: [],
-    watchSessions: ids("watch", 100),
-    watchOfferSessions: [],
-  };
-  data.watchOfferSessions.push(...data.watchSessions.slice(0, 10));
-  await putSessions([
-    ...data.freshSessionsA,
-    ...data.freshSessionsB,
-    ...data.listChats,
-    ...data.watchSessions,
-  ]);
-
-  await inBatches(data.listChats, 50, async (sessionId) => {
-    for (let i = 0; i < 10; i++) {
-      const offered = await offerTo(sessionId, i);
-      if (i < 7 && offered.kind === "recorded") {
-        await store.settle(sessionId, offered.suggestion.id, i % 2 === 0 ? "dismissed" : "drafted");
+  /** Three open offers in each session: (session, suggestion) pairs to start. */
+  const openPairs = async (sessions: string[], concurrency: number) => {
+    const pairs: [string, string][] = [];
+    await putSessions(sessions);
+    await inBatches(sessions, concurrency, async (sessionId) => {
+      for (let i = 0; i < 3; i++) {
+        const offered = await offerTo(sessionId, i);
+        if (offered.kind === "recorded") pairs.push([sessionId, offered.suggestion.id]);
       }
-    }
-  });
+    });
+    return pairs;
+  };
+  return { store, putSessions, offerTo, openPairs };
+}
 
-  const startSessions = ids("start", 5_000);
-  const concurrencySessions = ids("concurrent", 30);
-  await putSessions([...startSessions, ...concurrencySessions]);
-  await inBatches(startSessions, 200, async (sessionId) => {
-    for (let i = 0; i < 3; i++) {
-      const offered = await offerTo(sessionId, i);
-      if (offered.kind === "recorded") data.startPairs.push([sessionId, offered.suggestion.id]);
-    }
-  });
-  await inBatches(concurrencySessions, 30, async (sessionId) => {
-    const offered = await offerTo(sessionId, 0);
-    if (offered.kind === "recorded") data.concurrencyPairs.push([sessionId, offered.suggestion.id]);
-  });
+/** Writes sessions, offers and settlements for every scenario. */
+export async function prepare(redisUrl: string): Promise<BenchData> {
+  const redis = createRedisClient(redisUrl);
+  const { store, putSessions, offerTo, openPairs } = writers(redis);
+  const ids = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
+  const watchSessions = ids("watch", 100);
+  const data: BenchData = {
+    freshSessions: ids("fresh", SIZES.freshSessions),
+    readChat: "read-0",
+    changeChats: ids("change", SIZES.changeChats),
+    settleChats: ids("settle", SIZES.settleChats),
+    fanoutChat: "fanout-0",
+    startPairs: await openPairs(ids("start", SIZES.startSessions), 200),
+    concurrencyPairs: await openPairs(ids("concurrent", 40), 40),
+    watchSessions,
+    watchOfferSessions: watchSessions.slice(0, 10),
+  };
+  await putSessions([...data.freshSessions, ...data.watchSessions]);
+  await inBatches([data.readChat, data.fanoutChat, ...data.changeChats], 70, (sessionId) =>
+    buildChat(store, sessionId),
+  );
+  await inBatches(data.settleChats, 2_000, (sessionId) => offerTo(sessionId, 0, "o0"));
   await redis.quit();
   return data;
 }

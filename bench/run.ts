@@ -1,255 +1,283 @@
 /**
- * `npm run bench`: the service measured the way its users load it, every figure as a
- * ratio to noop baselines measured in the same run on the same machine (machines here
- * are shared and noisy; absolute times vary from run to run). Writes a Markdown table
- * and a JSON file to bench/results/ and prints the table.
+ * `npm run bench`: the service measured the way its users load it, every figure of
+ * server CPU per call read as a ratio to a grpc-js noop measured in the same run with
+ * the same h2load settings, first and last (machines here are shared and noisy; absolute times vary
+ * from run to run). Writes bench/results/latest.md and latest.json and prints the
+ * Markdown. `BENCH_ONLY=<regex>` measures only the scenarios whose names match (the
+ * noop, the unit of every ratio, always runs).
  */
-import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
+import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
+import { HealthCheckRequestSchema } from "../gen/grpc/health/v1/health_pb.js";
+import {
+  GetSuggestionRequestSchema,
+  ListSuggestionsRequestSchema,
+} from "../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { freePort, startRedisServer } from "../server/redis/redis-server-process.js";
-import type { LoadConfig, LoadResult } from "./load.js";
-import { cpuSeconds, startNode } from "./measure.js";
+import { measureFanout, measureStartConcurrency } from "./extras.js";
+import { H2LOAD_MISSING, h2loadVersion } from "./h2load.js";
+import { runHistoryBench } from "./history.js";
+import type { LoadConfig } from "./load.js";
+import { startNode } from "./measure.js";
 import { prepare } from "./prepare.js";
-import { measureStartConcurrency } from "./start-concurrency.js";
+import { measureDiskFloor } from "./redis-floor.js";
+import type { Row } from "./report.js";
+import { writeReport } from "./report.js";
+import { h2loadRow, type LoadShape, nodeRow, type RowSpec, type Watched } from "./rows.js";
+import { type Extra, extraRowsOf } from "./summary.js";
 import { measureTracingOff } from "./tracing-off.js";
 import { measureWatchers } from "./watchers.js";
 
-const WARMUP_MS = Number(process.env.BENCH_WARMUP_MS ?? 2_000);
-const WINDOW_MS = Number(process.env.BENCH_WINDOW_MS ?? 8_000);
-const CONNECTIONS = 4;
-const IN_FLIGHT = 16;
+const SHAPE: LoadShape = {
+  connections: 4,
+  inFlight: 16,
+  warmupMs: Number(process.env.BENCH_WARMUP_MS ?? 2_000),
+  windowMs: Number(process.env.BENCH_WINDOW_MS ?? 8_000),
+};
+const ONLY = new RegExp(process.env.BENCH_ONLY ?? ".", "i");
+const SERVICE = "/oda.suggest.v1.SuggestionService";
+const HEALTH = "/grpc.health.v1.Health/Check";
 
-/** One row of the table. */
-interface Row {
-  scenario: string;
-  server: string;
-  result: LoadResult;
-  serverCpuUsPerCall: number;
-  /** Share of one core each process used during the window: what limits the figure. */
-  serverCores: number;
-  loadCores: number;
-  redisCores: number;
+/** Runs `step` when `name` is selected, logging it; answers undefined otherwise. */
+async function step<T>(name: string, fn: () => Promise<T>, always = false): Promise<T | undefined> {
+  if (!always && !ONLY.test(name)) return undefined;
+  console.error(`bench: ${name}`);
+  const began = performance.now();
+  const result = await fn();
+  console.error(`bench: ${name}: ${((performance.now() - began) / 1_000).toFixed(1)} s`);
+  return result;
 }
 
-async function loadRun(
-  serverPid: number,
-  redisPid: number,
-  config: Omit<LoadConfig, "warmupMs" | "windowMs" | "connections" | "inFlight">,
-): Promise<Omit<Row, "scenario" | "server">> {
-  const full: LoadConfig = {
-    ...config,
-    warmupMs: WARMUP_MS,
-    windowMs: WINDOW_MS,
-    connections: CONNECTIONS,
-    inFlight: IN_FLIGHT,
-  };
-  // The config goes through a file: tens of thousands of ids do not fit in argv.
-  const configFile = join(mkdtempSync(join(tmpdir(), "suggest-task-load-")), "config.json");
-  writeFileSync(configFile, JSON.stringify(full));
-  const child = spawn(process.execPath, ["--import", "tsx", "bench/load.ts", configFile], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const loadPid = child.pid ?? 0;
-  let start = { server: 0, load: 0, redis: 0, at: 0 };
-  let end = { ...start };
-  const sample = () => ({
-    server: cpuSeconds(serverPid),
-    load: cpuSeconds(loadPid),
-    redis: cpuSeconds(redisPid),
-    at: performance.now(),
-  });
-  const result = await new Promise<LoadResult>((resolve, reject) => {
-    let buffer = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      buffer += chunk.toString();
-      let nl = buffer.indexOf("\n");
-      while (nl >= 0) {
-        const line = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + 1);
-        if (line === "window-start") start = sample();
-        else if (line === "window-end") end = sample();
-        else if (line.startsWith("{")) resolve(JSON.parse(line) as LoadResult);
-        nl = buffer.indexOf("\n");
-      }
-    });
-    child.once("exit", (code) =>
-      code === 0 ? undefined : reject(new Error(`load exited ${code}`)),
+/** The grpc-js noop under h2load: the unit of every ratio. */
+async function noopRow(redisPid: number, when: string): Promise<Row> {
+  const port = await freePort();
+  const server = await startNode(["bench/noop-server.ts", "grpc-js", String(port)], {}, /ready/);
+  try {
+    console.error(`bench: grpc-js noop (Health/Check), ${when}`);
+    return await h2loadRow(
+      { scenario: `grpc-js noop (\`bench/noop-server.ts grpc-js\`), ${when}`, writes: false },
+      `127.0.0.1:${port}`,
+      { server: server.pid, redis: redisPid },
+      SHAPE,
+      { path: HEALTH, schema: HealthCheckRequestSchema, init: {} },
     );
-  });
-  const seconds = (end.at - start.at) / 1000;
-  return {
-    result,
-    serverCpuUsPerCall: ((end.server - start.server) / Math.max(1, result.calls)) * 1e6,
-    serverCores: (end.server - start.server) / seconds,
-    loadCores: (end.load - start.load) / seconds,
-    redisCores: (end.redis - start.redis) / seconds,
-  };
+  } finally {
+    await server.stop();
+  }
 }
 
-/**
- * What limits a row: the process that used most of a core, or, when none came near one,
- * latency: each call then spends most of its time waiting on its Redis round trips (and
- * on the AOF fsync of each write, `appendfsync always` as `npm start` runs it).
- */
-function limitOf(row: Row): string {
-  const shares = {
-    "server CPU": row.serverCores,
-    "load generator": row.loadCores,
-    "Redis CPU": row.redisCores,
+type Data = Awaited<ReturnType<typeof prepare>>;
+
+/** What a scenario runs with. */
+interface Ctx {
+  readonly data: Data;
+  readonly redisUrl: string;
+  /** An h2load window of one request to a method of the SuggestionService. */
+  read<Desc extends DescMessage>(
+    spec: RowSpec,
+    method: string,
+    schema: Desc,
+    init: MessageInitShape<Desc>,
+  ): Promise<Row>;
+  /** A window of the lean generator. */
+  load(spec: RowSpec, config: Omit<LoadConfig, keyof LoadShape | "address">): Promise<Row>;
+  /** An h2load window of the service's Health/Check. */
+  health(spec: RowSpec): Promise<Row>;
+}
+
+const none = { sessions: [], pairs: [], runId: "" };
+
+/** Every load window against the service, in the order the report lists them. */
+const SCENARIOS: readonly [string, (ctx: Ctx) => Promise<Row>][] = [
+  [
+    "Health/Check on the service's fast path",
+    (c) => c.health({ scenario: "the service's Health/Check", writes: false }),
+  ],
+  [
+    "GetSuggestion",
+    (c) =>
+      c.read(
+        { scenario: "GetSuggestion (chat of 3 open + 7 settled)", writes: false, target: 1.5 },
+        "GetSuggestion",
+        GetSuggestionRequestSchema,
+        { sessionId: c.data.readChat, suggestionId: "o9" },
+      ),
+  ],
+  [
+    "ListSuggestions, chat unchanged",
+    (c) =>
+      c.read(
+        {
+          scenario: "ListSuggestions, chat unchanged since the last read",
+          writes: false,
+          target: 1.5,
+        },
+        "ListSuggestions",
+        ListSuggestionsRequestSchema,
+        { sessionId: c.data.readChat },
+      ),
+  ],
+  [
+    "ListSuggestions right after a change",
+    (c) =>
+      c.load(
+        {
+          scenario: "ListSuggestions right after a change (made by another instance)",
+          writes: false,
+          target: 2.5,
+        },
+        {
+          ...none,
+          scenario: "list-after-change",
+          sessions: c.data.changeChats,
+          redisUrl: c.redisUrl,
+        },
+      ),
+  ],
+  [
+    "SuggestTask, fresh session per call",
+    (c) =>
+      c.load(
+        {
+          scenario: "SuggestTask, fresh session per call, 64 in flight",
+          writes: true,
+          target: 2.0,
+        },
+        {
+          ...none,
+          scenario: "suggest-task",
+          sessions: c.data.freshSessions,
+          runId: `r${Date.now()}`,
+        },
+      ),
+  ],
+  [
+    "Dismiss / Restore / Draft",
+    (c) =>
+      c.load(
+        { scenario: "Dismiss / Restore / Draft, in turn", writes: true, target: 2.0 },
+        { ...none, scenario: "settle", sessions: c.data.settleChats },
+      ),
+  ],
+  [
+    "StartSuggestion, embedded host",
+    (c) =>
+      c.load(
+        { scenario: "StartSuggestion, embedded host", writes: true, target: 4.0 },
+        { ...none, scenario: "start", pairs: c.data.startPairs },
+      ),
+  ],
+];
+
+/** The selected scenarios against the service at `address`. */
+async function serviceRows(address: string, watched: Watched, data: Data, redisUrl: string) {
+  const ctx: Ctx = {
+    data,
+    redisUrl,
+    read: (spec, method, schema, init) =>
+      h2loadRow(spec, address, watched, SHAPE, { path: `${SERVICE}/${method}`, schema, init }),
+    load: (spec, config) => nodeRow(spec, watched, SHAPE, { address, ...config }),
+    health: (spec) =>
+      h2loadRow(spec, address, watched, SHAPE, {
+        path: HEALTH,
+        schema: HealthCheckRequestSchema,
+        init: {},
+      }),
   };
-  const [name, share] = Object.entries(shares).sort((a, b) => b[1] - a[1])[0] as [string, number];
-  const cores = `server ${row.serverCores.toFixed(2)}, load ${row.loadCores.toFixed(2)}, Redis ${row.redisCores.toFixed(2)} cores`;
-  return share >= 0.8 ? `${name} (${cores})` : `latency: no process near a core (${cores})`;
+  const rows: Row[] = [];
+  for (const [name, run] of SCENARIOS) {
+    const row = await step(name, () => run(ctx));
+    if (row !== undefined) rows.push(row);
+  }
+  return rows;
+}
+
+/** The service on `redis`: its load windows, then the figures measured beside them. */
+async function measureService(
+  redis: { url: string; pid: number },
+  data: Data,
+  extra: Extra,
+  started: { stop: () => Promise<void> }[],
+): Promise<Row[]> {
+  const port = await freePort();
+  const server = await startNode(
+    ["server/main.ts"],
+    {
+      PORT: String(port),
+      REDIS_URL: redis.url,
+      GRPC_FAST_PATH: process.env.BENCH_GRPC_FAST_PATH ?? "1",
+      LOG_LEVEL: "info",
+    },
+    /listening on/,
+  );
+  started.push(server);
+  const address = `127.0.0.1:${port}`;
+  const watched = { server: server.pid, redis: redis.pid };
+  const rows = await serviceRows(address, watched, data, redis.url);
+  extra.startConcurrency = await step("50 concurrent Starts of one suggestion", () =>
+    measureStartConcurrency(address, watched, data.concurrencyPairs),
+  );
+  extra.fanout = await step("a change reaching 1,000 watchers of one chat", () =>
+    measureFanout(address, watched, redis.url, data.fanoutChat, 1_000, 30),
+  );
+  extra.watchers = await step("10,000 idle watchers", () =>
+    measureWatchers(address, server.pid, redis.url, data.watchSessions, data.watchOfferSessions),
+  );
+  await server.stop();
+  return rows;
+}
+
+/** The mean server CPU per call of the noop rows: the unit of every ratio. */
+function meanNoop(rows: readonly Row[]): number {
+  const noops = rows.filter((r) => r.scenario.startsWith("grpc-js noop"));
+  return noops.reduce((sum, r) => sum + r.serverCpuUsPerCall, 0) / noops.length;
 }
 
 async function main(): Promise<void> {
   const began = Date.now();
+  const version = h2loadVersion();
+  if (version === undefined) {
+    console.error(H2LOAD_MISSING);
+    process.exit(1);
+  }
   const dir = mkdtempSync(join(tmpdir(), "suggest-task-bench-"));
-  const redis = await startRedisServer({ dir: join(dir, "redis") });
+  const extra: Extra = { h2load: version };
   const rows: Row[] = [];
-  const extra: Record<string, unknown> = {};
-  // Every server started, stopped in the end even when a step fails.
+  // Every process started, stopped in the end even when a step fails.
   const started: { stop: () => Promise<void> }[] = [];
   try {
-    console.error("bench: preparing data");
-    const data = await prepare(redis.url);
-    const runId = `r${Date.now()}`;
-
-    for (const kind of ["connect", "grpc-js"] as const) {
-      const port = await freePort();
-      const server = await startNode(["bench/noop-server.ts", kind, String(port)], {}, /ready/);
-      started.push(server);
-      console.error(`bench: noop on ${kind}`);
-      const r = await loadRun(server.pid, redis.pid, {
-        address: `127.0.0.1:${port}`,
-        scenario: "noop",
-        sessions: [],
-        pairs: [],
-        runId,
-      });
-      rows.push({
-        scenario: "noop (baseline)",
-        server: kind === "connect" ? "connect-node" : "grpc-js",
-        ...r,
-      });
-      await server.stop();
-    }
-
-    for (const fastPath of [true, false]) {
-      const port = await freePort();
-      const server = await startNode(
-        ["server/main.ts"],
-        {
-          PORT: String(port),
-          REDIS_URL: redis.url,
-          GRPC_FAST_PATH: fastPath ? "1" : "0",
-          LOG_LEVEL: "info",
-        },
-        /listening on/,
-      );
-      started.push(server);
-      const name = fastPath ? "service, gRPC fast path" : "service, connect-node only";
-      const address = `127.0.0.1:${port}`;
-      type Scenario = Pick<LoadConfig, "scenario"> &
-        Partial<Pick<LoadConfig, "sessions" | "pairs">>;
-      const scenarios: [string, Scenario][] = [
-        [
-          "SuggestTask, fresh session per call",
-          {
-            scenario: "suggest-task",
-            sessions: fastPath ? data.freshSessionsA : data.freshSessionsB,
-          },
-        ],
-        ["ListSuggestions, 3 open + 7 settled", { scenario: "list", sessions: data.listChats }],
-      ];
-      if (fastPath) {
-        scenarios.push([
-          "StartSuggestion, embedded host",
-          { scenario: "start", pairs: data.startPairs },
-        ]);
-      }
-      for (const [label, s] of scenarios) {
-        console.error(`bench: ${label} on ${name}`);
-        const r = await loadRun(server.pid, redis.pid, {
-          address,
-          sessions: [],
-          pairs: [],
-          runId: `${runId}-${fastPath}`,
-          ...s,
-        });
-        rows.push({ scenario: label, server: name, ...r });
-      }
-      if (fastPath) {
-        console.error("bench: 50 concurrent Starts of one suggestion");
-        extra.startConcurrency = await measureStartConcurrency(address, data.concurrencyPairs);
-        console.error("bench: 10,000 idle watchers");
-        extra.watchers = await measureWatchers(
-          address,
-          server.pid,
-          redis.url,
-          data.watchSessions,
-          data.watchOfferSessions,
-        );
-      }
-      await server.stop();
-    }
-    console.error("bench: tracing off (no OpenTelemetry SDK) against no tracing calls");
-    extra.tracingOff = await measureTracingOff();
-    console.error("bench: a chat of 10,000 records against a fresh one");
-    const { runHistoryBench } = await import("./history.js");
-    extra.history = await runHistoryBench(redis.url);
+    extra.diskFloor = await step("disk floor (redis-benchmark XADD)", () => measureDiskFloor(dir));
+    const redis = await startRedisServer({ dir: join(dir, "redis") });
+    started.push(redis);
+    const data = (await step("preparing data", () => prepare(redis.url), true)) as Data;
+    rows.push(await noopRow(redis.pid, "first"));
+    rows.push(...(await measureService(redis, data, extra, started)));
+    extra.history = await step("a chat of 10,000 records against a fresh one", () =>
+      runHistoryBench(redis.url),
+    );
+    extra.tracingOff = await step("tracing off against no tracing calls", () =>
+      measureTracingOff(),
+    );
+    // Measured again at the end: the machine drifts; the ratios use the mean of both.
+    rows.push(await noopRow(redis.pid, "last"));
   } finally {
-    await Promise.all(started.map((server) => server.stop()));
-    await redis.stop();
+    for (const process of started.reverse()) await process.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  report(rows, extra, Date.now() - began);
-}
-
-function report(rows: Row[], extra: Record<string, unknown>, tookMs: number): void {
-  const noop = (server: string) =>
-    rows.find((r) => r.scenario.startsWith("noop") && r.server === server)?.serverCpuUsPerCall ??
-    Number.NaN;
-  const connectNoop = noop("connect-node");
-  const grpcNoop = noop("grpc-js");
-  const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}`;
-  const lines = [
-    `Machine: ${machine}. Command: \`npm run bench\` (${CONNECTIONS} connections × ${IN_FLIGHT} in flight, ${WARMUP_MS / 1000} s warm-up, ${WINDOW_MS / 1000} s window; took ${(tookMs / 1000).toFixed(0)} s).`,
-    "",
-    "| scenario | server | calls/s | p50 ms | p90 ms | p99 ms | server CPU µs/call | × connect-node noop | × grpc-js noop | limited by |",
-    "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
-    ...rows.map((r) =>
-      [
-        r.scenario,
-        r.server,
-        r.result.callsPerSecond.toFixed(0),
-        r.result.p50Ms.toFixed(2),
-        r.result.p90Ms.toFixed(2),
-        r.result.p99Ms.toFixed(2),
-        r.serverCpuUsPerCall.toFixed(0),
-        (r.serverCpuUsPerCall / connectNoop).toFixed(2),
-        (r.serverCpuUsPerCall / grpcNoop).toFixed(2),
-        limitOf(r) + (r.result.errors ? `; ${r.result.errors} errors: ${r.result.firstError}` : ""),
-      ]
-        .join(" | ")
-        .replace(/^/, "| ")
-        .replace(/$/, " |"),
-    ),
-    "",
-    "```json",
-    JSON.stringify(extra, null, 2),
-    "```",
-  ];
-  const markdown = lines.join("\n");
-  mkdirSync("bench/results", { recursive: true });
-  writeFileSync("bench/results/latest.md", `${markdown}\n`);
-  writeFileSync(
-    "bench/results/latest.json",
-    `${JSON.stringify({ machine, rows, extra }, null, 2)}\n`,
-  );
-  console.log(markdown);
+  const floor = extra.diskFloor?.at64.requestsPerSecond;
+  writeReport({
+    machine: `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}, ${version}`,
+    machineCores: cpus().length,
+    settings: `${SHAPE.connections} connections × ${SHAPE.inFlight} streams, ${SHAPE.warmupMs / 1_000} s warm-up, ${SHAPE.windowMs / 1_000} s window`,
+    tookMs: Date.now() - began,
+    rows,
+    noopUsPerCall: meanNoop(rows),
+    ...(floor === undefined ? {} : { diskFloorAt64PerSecond: floor }),
+    extraRows: extraRowsOf(extra, rows, cpus().length),
+    extra,
+  });
 }
 
 main().catch((err: unknown) => {

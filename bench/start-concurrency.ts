@@ -1,44 +1,93 @@
-/** 50 concurrent Starts of one suggestion against one Start alone, measured in one run. */
-import { createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
-import { SuggestionService } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
+/**
+ * 50 concurrent Starts of one suggestion against one Start alone, in a process of its
+ * own on the lean client (bench/h2-client.ts), so that the 50 calls cost the client
+ * little beside the server's work. Half of the prepared suggestions are started one at
+ * a time (the single Start's latency); each of the others by 50 concurrent calls on one
+ * connection (the time until all 50 have answered). It prints `single-start`,
+ * `single-end`, `fifty-start`, `fifty-end` as each phase opens and closes (the runner
+ * reads the server's CPU then) and one JSON line: medians, their ratio, and whether the
+ * 50 calls of each batch all got the same chat.
+ *
+ *   node --import tsx bench/start-concurrency.ts '<json: { address, pairs }>'
+ */
+import { fromBinary } from "@bufbuild/protobuf";
+import {
+  StartSuggestionRequestSchema,
+  StartSuggestionResponseSchema,
+} from "../gen/oda/suggest/v1/suggestion_service_pb.js";
+import { requestFrame } from "./grpc-frames.js";
+import { connectAll, unaryCall } from "./h2-client.js";
+import { median } from "./stats.js";
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+/** What the process prints last. */
+export interface StartConcurrencyResult {
+  readonly singles: number;
+  readonly batches: number;
+  readonly singleMs: number;
+  readonly fiftyConcurrentMs: number;
+  readonly ratio: number;
+  readonly oneChatEach: boolean;
+  readonly errors: number;
+  readonly firstError?: string;
 }
 
-/**
- * Half of the prepared suggestions are started one at a time (the single Start's
- * latency); each of the others is started by 50 concurrent calls (the time until all 50
- * have answered). Medians of both, their ratio, and whether every call got one chat.
- */
-export async function measureStartConcurrency(
-  address: string,
-  pairs: [string, string][],
-): Promise<{ singleMs: number; fiftyConcurrentMs: number; ratio: number; oneChatEach: boolean }> {
-  const client = createClient(
-    SuggestionService,
-    createGrpcTransport({ baseUrl: `http://${address}` }),
+const PATH = "/oda.suggest.v1.SuggestionService/StartSuggestion";
+
+async function main(): Promise<void> {
+  const { address, pairs } = JSON.parse(process.argv[2] as string) as {
+    address: string;
+    pairs: [string, string][];
+  };
+  const bodies = pairs.map(([sessionId, suggestionId]) =>
+    requestFrame(StartSuggestionRequestSchema, { sessionId, suggestionId }),
   );
-  const half = Math.floor(pairs.length / 2);
+  const [session] = await connectAll(address, 1);
+  if (session === undefined) throw new Error("no connection");
+  let errors = 0;
+  let firstError: string | undefined;
+  const chatOf = async (body: Buffer) => {
+    const answer = await unaryCall(session, PATH, body);
+    if (answer.error !== undefined) {
+      errors++;
+      firstError ??= answer.error;
+      return "";
+    }
+    return fromBinary(StartSuggestionResponseSchema, answer.message).chatId;
+  };
+  const half = Math.floor(bodies.length / 2);
   const single: number[] = [];
-  for (const [sessionId, suggestionId] of pairs.slice(0, half)) {
+  console.log("single-start");
+  for (const body of bodies.slice(0, half)) {
     const began = performance.now();
-    await client.startSuggestion({ sessionId, suggestionId });
+    await chatOf(body);
     single.push(performance.now() - began);
   }
+  console.log("single-end");
   const fifty: number[] = [];
   let oneChatEach = true;
-  for (const [sessionId, suggestionId] of pairs.slice(half)) {
+  console.log("fifty-start");
+  for (const body of bodies.slice(half)) {
     const began = performance.now();
-    const answers = await Promise.all(
-      Array.from({ length: 50 }, () => client.startSuggestion({ sessionId, suggestionId })),
-    );
+    const chats = await Promise.all(Array.from({ length: 50 }, () => chatOf(body)));
     fifty.push(performance.now() - began);
-    if (new Set(answers.map((a) => a.chatId)).size !== 1) oneChatEach = false;
+    if (new Set(chats).size !== 1 || chats[0] === "") oneChatEach = false;
   }
+  console.log("fifty-end");
+  session.close();
   const singleMs = median(single);
   const fiftyConcurrentMs = median(fifty);
-  return { singleMs, fiftyConcurrentMs, ratio: fiftyConcurrentMs / singleMs, oneChatEach };
+  const result: StartConcurrencyResult = {
+    singles: single.length,
+    batches: fifty.length,
+    singleMs,
+    fiftyConcurrentMs,
+    ratio: fiftyConcurrentMs / singleMs,
+    oneChatEach,
+    errors,
+    ...(firstError === undefined ? {} : { firstError }),
+  };
+  console.log(JSON.stringify(result));
+  process.exit(0);
 }
+
+void main();

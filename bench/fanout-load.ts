@@ -1,0 +1,124 @@
+/**
+ * One chat, many watchers: opens WATCHERS WatchSuggestions streams of one chat (a
+ * `buildChat` chat of bench/history.ts) on the lean client, then makes CHANGES changes
+ * of its `o9` one after another, straight in Redis as another instance would (dismiss,
+ * restore, ...), each once every watcher has seen the one before. It prints
+ * `fanout-start` and `fanout-end` around the changes (the runner reads the server's CPU
+ * then) and one JSON line: messages delivered in between, and how long each change
+ * took to reach every watcher.
+ *
+ *   node --import tsx bench/fanout-load.ts '<json: { address, redisUrl, sessionId, watchers, changes }>'
+ */
+import { fromBinary } from "@bufbuild/protobuf";
+import {
+  WatchSuggestionsRequestSchema,
+  WatchSuggestionsResponseSchema,
+} from "../gen/oda/suggest/v1/suggestion_service_pb.js";
+import { createRedisClient } from "../server/store/scripts.js";
+import { SuggestionStore } from "../server/store/suggestion-store.js";
+import { requestFrame } from "./grpc-frames.js";
+import { connectAll, streamCall } from "./h2-client.js";
+import { median } from "./stats.js";
+
+/** What the process prints last. */
+export interface FanoutResult {
+  readonly watchers: number;
+  readonly changes: number;
+  readonly deliveredMessages: number;
+  readonly medianDeliveryMs: number;
+  readonly maxDeliveryMs: number;
+}
+
+interface Watcher {
+  /** Whether o9 was open in the last lists this watcher got. */
+  o9Open: boolean | undefined;
+  messages: number;
+}
+
+const PATH = "/oda.suggest.v1.SuggestionService/WatchSuggestions";
+/** Streams per connection: the service takes up to 1,000 on one. */
+const PER_CONNECTION = 250;
+
+/** Opens the watchers, each on its own stream; `onMessage` hears every message of any. */
+async function openWatchers(
+  address: string,
+  sessionId: string,
+  count: number,
+  onMessage: () => void,
+): Promise<{ watchers: Watcher[]; cancel: () => void }> {
+  const body = requestFrame(WatchSuggestionsRequestSchema, { sessionId });
+  const connections = await connectAll(address, Math.ceil(count / PER_CONNECTION));
+  const watchers: Watcher[] = [];
+  const streams = Array.from({ length: count }, (_, i) => {
+    const watcher: Watcher = { o9Open: undefined, messages: 0 };
+    watchers.push(watcher);
+    const session = connections[Math.floor(i / PER_CONNECTION)];
+    if (session === undefined) throw new Error("no connection");
+    return streamCall(session, PATH, body, (message) => {
+      const lists = fromBinary(WatchSuggestionsResponseSchema, message);
+      watcher.o9Open = lists.open.some((s) => s.id === "o9");
+      watcher.messages++;
+      onMessage();
+    });
+  });
+  const cancel = () => {
+    for (const s of streams) s.cancel();
+  };
+  return { watchers, cancel };
+}
+
+async function main(): Promise<void> {
+  const config = JSON.parse(process.argv[2] as string) as {
+    address: string;
+    redisUrl: string;
+    sessionId: string;
+    watchers: number;
+    changes: number;
+  };
+  let onMessage = () => {};
+  const { watchers, cancel } = await openWatchers(
+    config.address,
+    config.sessionId,
+    config.watchers,
+    () => onMessage(),
+  );
+  const until = (done: () => boolean, what: string) =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`timed out: ${what}`)), 20_000);
+      onMessage = () => {
+        if (!done()) return;
+        clearTimeout(timer);
+        resolve();
+      };
+      onMessage();
+    });
+  await until(() => watchers.every((w) => w.messages > 0), "first lists of every watcher");
+  await new Promise((r) => setTimeout(r, 500));
+  const store = new SuggestionStore(createRedisClient(config.redisUrl));
+  const messages = () => watchers.reduce((n, w) => n + w.messages, 0);
+  const before = messages();
+  const delivery: number[] = [];
+  console.log("fanout-start");
+  for (let k = 0; k < config.changes; k++) {
+    const open = !(watchers[0]?.o9Open ?? true);
+    const began = performance.now();
+    const settled = await store.settle(config.sessionId, "o9", open ? "restored" : "dismissed");
+    if (settled.kind !== "recorded") throw new Error(`change ${k} answered ${settled.kind}`);
+    await until(() => watchers.every((w) => w.o9Open === open), `change ${k} to every watcher`);
+    delivery.push(performance.now() - began);
+  }
+  console.log("fanout-end");
+  const delivered = messages() - before;
+  cancel();
+  const result: FanoutResult = {
+    watchers: config.watchers,
+    changes: config.changes,
+    deliveredMessages: delivered,
+    medianDeliveryMs: median(delivery),
+    maxDeliveryMs: Math.max(...delivery),
+  };
+  console.log(JSON.stringify(result));
+  process.exit(0);
+}
+
+void main();

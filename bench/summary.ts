@@ -1,0 +1,116 @@
+/**
+ * The "also measured" lines of the report: each figure measured outside the load
+ * windows, said in words beside issue 16's target for it. Pure.
+ */
+import type { FanoutFigures, StartConcurrencyFigures } from "./extras.js";
+import type { HistoryBenchResult } from "./history.js";
+import type { RedisBenchmarkFigure } from "./redis-floor.js";
+import { type ExtraRow, limitOf, type Row } from "./report.js";
+import type { TracingOffResult } from "./tracing-off.js";
+
+/** Everything measured outside the load windows; a step not run is absent. */
+export interface Extra {
+  h2load?: string;
+  diskFloor?:
+    | { readonly at64: RedisBenchmarkFigure; readonly at1: RedisBenchmarkFigure }
+    | undefined;
+  startConcurrency?: StartConcurrencyFigures | undefined;
+  fanout?: FanoutFigures | undefined;
+  watchers?: Record<string, unknown> | undefined;
+  history?: HistoryBenchResult | undefined;
+  tracingOff?: TracingOffResult | undefined;
+}
+
+const n0 = (x: number) => Math.round(x).toLocaleString("en-US");
+const n1 = (x: number) => x.toFixed(1);
+
+function suggestTaskLines(extra: Extra, rows: readonly Row[], machineCores: number): ExtraRow[] {
+  const row = rows.find((r) => r.scenario.startsWith("SuggestTask"));
+  const floor = extra.diskFloor;
+  const lines: ExtraRow[] = [];
+  if (row !== undefined) {
+    const limit = limitOf({
+      cores: row.cores,
+      machineCores,
+      writesPerSecond: row.callsPerSecond,
+      ...(floor === undefined ? {} : { diskFloorPerSecond: floor.at64.requestsPerSecond }),
+    });
+    lines.push({
+      measure: "SuggestTask at 64 in flight: what limits it",
+      figure: `${limit} (server ${row.cores.server.toFixed(2)} core)`,
+      target: "the server's CPU, not waiting",
+      met: limit === "server CPU",
+    });
+  }
+  if (floor !== undefined) {
+    const writes =
+      row === undefined ? "" : `SuggestTask ${n0(row.callsPerSecond)} writes/s beside `;
+    lines.push({
+      measure: "writes against the disk's floor (`redis-benchmark` XADD, `appendfsync always`)",
+      figure: `${writes}${n0(floor.at64.requestsPerSecond)}/s at 64 clients (p50 ${floor.at64.p50Ms} ms), ${n0(floor.at1.requestsPerSecond)}/s at 1 (p50 ${floor.at1.p50Ms} ms)`,
+      target: "",
+    });
+  }
+  return lines;
+}
+
+function startLine(s: StartConcurrencyFigures): ExtraRow {
+  const cpuRatio = s.serverCpuMsPerBatch / s.serverCpuMsPerSingle;
+  const chats = s.oneChatEach ? "one chat every time" : "NOT one chat every time";
+  const errors = s.errors > 0 ? `; ${s.errors} errors: ${s.firstError ?? "?"}` : "";
+  return {
+    measure: "50 concurrent Starts of one suggestion vs one Start",
+    figure: `${n1(s.fiftyConcurrentMs)} vs ${n1(s.singleMs)} ms (${s.ratio.toFixed(1)}×); server CPU ${n1(s.serverCpuMsPerBatch)} ms a batch vs ${n1(s.serverCpuMsPerSingle)} ms a Start (${cpuRatio.toFixed(1)}×); ${chats} (${s.batches} batches, ${s.singles} single)${errors}`,
+    target: "≤ 2× one Start",
+    met: s.ratio <= 2 && s.oneChatEach && s.errors === 0,
+  };
+}
+
+function fanoutLine(f: FanoutFigures): ExtraRow {
+  return {
+    measure: `a change reaching ${n0(f.watchers)} watchers of one chat`,
+    figure: `${n1(f.serverCpuUsPerMessage)} µs server CPU per delivered message (${n0(f.deliveredMessages)} messages of ${f.changes} changes; every watcher has it in ${n1(f.medianDeliveryMs)} ms median, ${n1(f.maxDeliveryMs)} ms worst; server ${f.serverCores.toFixed(2)}, generator ${f.generatorCores.toFixed(2)} core)`,
+    target: "≤ 10 µs per message",
+    met: f.serverCpuUsPerMessage <= 10,
+  };
+}
+
+function historyLine(h: HistoryBenchResult): ExtraRow {
+  const list = h.history10k.listUs / h.fresh.listUs;
+  const offer = h.history10k.offerUs / h.fresh.offerUs;
+  return {
+    measure: "a chat of 10,000 records vs a fresh one (store calls in process, per call)",
+    figure: `list ${n0(h.history10k.listUs)} vs ${n0(h.fresh.listUs)} µs (${list.toFixed(2)}×); offer ${n0(h.history10k.offerUs)} vs ${n0(h.fresh.offerUs)} µs (${offer.toFixed(2)}×)`,
+    target: "≤ 1.2×",
+    met: list <= 1.2 && offer <= 1.2,
+  };
+}
+
+function tracingOffLine(t: TracingOffResult): ExtraRow {
+  return {
+    measure: "tracing off (no OpenTelemetry SDK) vs no tracing calls, per SuggestTask path",
+    figure: `+${n1(t.overheadNsPerCall / 1000)} µs (${n0(t.calls)} calls in process; ${t.headersRead} header reads)`,
+    target: "nothing measurable",
+  };
+}
+
+function watchersLine(w: Record<string, unknown>): ExtraRow {
+  const num = (key: string) => Number(w[key]);
+  return {
+    measure: `${n0(num("watchers"))} idle watchers on one instance`,
+    figure: `${n0(num("serverRssMb"))} MB RSS (${n0(num("rssBeforeMb"))} MB before), ${num("serverRedisConnections")} Redis connections, an offer reaches all watchers of its chat in ${n1(num("medianDeliveryMs"))} ms (median) / ${n1(num("maxDeliveryMs"))} ms (worst)`,
+    target: "",
+  };
+}
+
+/** The "also measured" lines, in the report's order. */
+export function extraRowsOf(extra: Extra, rows: readonly Row[], machineCores: number): ExtraRow[] {
+  return [
+    ...suggestTaskLines(extra, rows, machineCores),
+    ...(extra.startConcurrency === undefined ? [] : [startLine(extra.startConcurrency)]),
+    ...(extra.fanout === undefined ? [] : [fanoutLine(extra.fanout)]),
+    ...(extra.history === undefined ? [] : [historyLine(extra.history)]),
+    ...(extra.watchers === undefined ? [] : [watchersLine(extra.watchers)]),
+    ...(extra.tracingOff === undefined ? [] : [tracingOffLine(extra.tracingOff)]),
+  ];
+}

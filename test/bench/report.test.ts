@@ -1,0 +1,34 @@
+import { describe, expect, it } from "vitest";
+import { limitOf } from "../../bench/report.js";
+
+const cores = (server: number, generator: number, redis: number, machine: number) => ({
+  server,
+  generator,
+  redis,
+  machine,
+});
+
+describe("limitOf", () => {
+  it("names the process near a full core, the busiest first", () => {
+    expect(limitOf({ cores: cores(0.97, 0.3, 0.2, 1.5), machineCores: 2 })).toBe("server CPU");
+    expect(limitOf({ cores: cores(0.6, 0.9, 0.2, 1.7), machineCores: 2 })).toBe("generator CPU");
+    expect(limitOf({ cores: cores(0.5, 0.1, 0.95, 1.6), machineCores: 2 })).toBe("Redis CPU");
+  });
+
+  it("names the machine when all its cores are busy and no process is near one", () => {
+    expect(limitOf({ cores: cores(0.5, 0.2, 0.1, 1.9), machineCores: 2 })).toBe(
+      "machine busy (other processes used 1.10 of 2 cores)",
+    );
+  });
+
+  it("names the AOF fsync for writes near the disk's floor, else waiting", () => {
+    const quiet = cores(0.4, 0.2, 0.1, 0.8);
+    expect(
+      limitOf({ cores: quiet, machineCores: 2, writesPerSecond: 900, diskFloorPerSecond: 1_000 }),
+    ).toBe("AOF fsync");
+    expect(
+      limitOf({ cores: quiet, machineCores: 2, writesPerSecond: 300, diskFloorPerSecond: 1_000 }),
+    ).toBe("waiting (no process near a core)");
+    expect(limitOf({ cores: quiet, machineCores: 2 })).toBe("waiting (no process near a core)");
+  });
+});
