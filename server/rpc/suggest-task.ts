@@ -12,7 +12,7 @@ import {
   type SuggestTaskResponse,
   SuggestTaskResponseSchema,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
-import { checkOptionalId, checkRuntimeId } from "../domain/ids.js";
+import { checkOptionalId, checkRuntimeId, isValidId } from "../domain/ids.js";
 import { suggestTaskTool, type ToolSpec } from "../domain/tool-declaration.js";
 import type { ChatHost } from "../host/chat-host.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
@@ -135,6 +135,8 @@ export async function suggestTask(
       sessionId,
       { id: (deps.newId ?? randomUUID)(), turnId, toolCallId, ...trimmed },
       refusal !== undefined,
+      // A workspace id the host should never give is recorded as none, not made a key.
+      isValidId(session.workspaceId) ? session.workspaceId : "",
     );
   } catch (err) {
     throw dependencyError(err, "the suggestion store");

@@ -9,8 +9,9 @@ import {
   type SuggestionLists,
 } from "../domain/fold.js";
 import { LIFETIME_LIMIT, OPEN_LIMIT } from "../rpc/errors.js";
-import { sessionKeys } from "./keys.js";
+import { sessionKeys, WORKSPACE_CHANNEL_PARTS, workspaceKeys } from "./keys.js";
 import type { ScriptReply } from "./scripts.js";
+import { announced, type Fenced, WorkspaceInbox } from "./workspace-inbox.js";
 
 /** An offer as the tool hands it to the store: fields already trimmed and checked. */
 export interface NewOffer {
@@ -35,6 +36,7 @@ enum OfferStatus {
   OpenLimit = 3,
   TurnLimit = 4,
   Checked = 5,
+  Fenced = 6,
 }
 
 /** The outcomes a settlement may record. */
@@ -58,8 +60,14 @@ const STATES: Readonly<Record<string, SuggestionState>> = {
   dismissed: SuggestionState.DISMISSED,
 };
 
-/** Reads the reply of lua/settle-3.lua. */
-function settleOutcome(reply: ScriptReply): SettleOutcome {
+/** The ARGV of lua/settle-3.lua: the workspace channel's parts let it tell the inbox. */
+function settleArgs(suggestionId: string, outcome: Outcome, chatId: string, token: string) {
+  return [suggestionId, outcome, chatId, String(OPEN_LIMIT), token, ...WORKSPACE_CHANNEL_PARTS];
+}
+
+/** Reads the reply of lua/settle-3.lua; status 5 (the inbox fenced the token) as `Fenced`. */
+function settleOutcome(reply: ScriptReply): SettleOutcome | Fenced {
+  if (reply[0] === 5) return { fenced: Number(reply[3]) };
   const kind = SETTLE_KINDS[reply[0] as number];
   if (kind === undefined) {
     throw new Error(`settle script answered an unknown status ${String(reply[0])}`);
@@ -98,15 +106,44 @@ function snapshotOf(sessionId: string, reply: ScriptReply): ListsSnapshot {
  * cache the scripts keep and rebuild (see lua/includes/projection.lua).
  */
 export class SuggestionStore {
-  constructor(readonly redis: Redis | Cluster) {}
+  /** The workspace inbox the offers and restores announce themselves in. */
+  readonly inbox: WorkspaceInbox;
+
+  constructor(readonly redis: Redis | Cluster) {
+    this.inbox = new WorkspaceInbox(redis);
+  }
 
   /**
-   * The quota checks and the append as one atomic step, in one round trip. With
-   * `checkOnly` (the fields are invalid) it only says whether the quotas would allow an
-   * offer, so that quota refusals still come before field refusals.
+   * The quota checks and the append as one atomic step. With `checkOnly` (the fields are
+   * invalid) it only says whether the quotas would allow an offer, so that quota refusals
+   * still come before field refusals. With a workspace (the host's, for the chat) the
+   * offer records it, and the chat is announced in the workspace's inbox first
+   * (store/workspace-inbox.ts): one more round trip.
    */
-  async offer(sessionId: string, offer: NewOffer, checkOnly: boolean): Promise<OfferOutcome> {
+  async offer(
+    sessionId: string,
+    offer: NewOffer,
+    checkOnly: boolean,
+    workspaceId = "",
+  ): Promise<OfferOutcome> {
+    if (checkOnly || workspaceId === "") {
+      // No token: the script cannot answer fenced.
+      return (await this.#offer(sessionId, offer, checkOnly, "", "")) as OfferOutcome;
+    }
+    return announced(this.inbox, workspaceId, sessionId, (token) =>
+      this.#offer(sessionId, offer, false, workspaceId, token),
+    );
+  }
+
+  async #offer(
+    sessionId: string,
+    offer: NewOffer,
+    checkOnly: boolean,
+    workspaceId: string,
+    token: string,
+  ): Promise<OfferOutcome | Fenced> {
     const keys = sessionKeys(sessionId);
+    const inbox = workspaceId === "" ? [] : [workspaceId, token, workspaceKeys(workspaceId).changes];
     const reply = await this.redis.offer(
       keys.log,
       keys.projection,
@@ -120,6 +157,7 @@ export class SuggestionStore {
       checkOnly ? "check" : "append",
       String(LIFETIME_LIMIT),
       String(OPEN_LIMIT),
+      ...inbox,
     );
     const status = reply[0] as OfferStatus;
     switch (status) {
@@ -138,6 +176,8 @@ export class SuggestionStore {
         return { kind: "turn-limit" };
       case OfferStatus.Checked:
         return { kind: "quota-ok" };
+      case OfferStatus.Fenced:
+        return { fenced: Number(reply[1]) };
       default:
         throw new Error(`offer script answered an unknown status ${String(reply[0])}`);
     }
@@ -156,16 +196,16 @@ export class SuggestionStore {
     chatId = "",
   ): Promise<SettleOutcome> {
     const keys = sessionKeys(sessionId);
-    const reply = await this.redis.settle(
-      keys.log,
-      keys.projection,
-      keys.changes,
-      suggestionId,
-      outcome,
-      chatId,
-      String(OPEN_LIMIT),
+    return this.#announcedSettle(sessionId, suggestionId, outcome, async (token) =>
+      settleOutcome(
+        await this.redis.settle(
+          keys.log,
+          keys.projection,
+          keys.changes,
+          ...settleArgs(suggestionId, outcome, chatId, token),
+        ),
+      ),
     );
-    return settleOutcome(reply);
   }
 
   /**
@@ -180,27 +220,41 @@ export class SuggestionStore {
     chatId = "",
   ): Promise<{ readonly outcome: SettleOutcome; readonly lists: SuggestionLists }> {
     const keys = sessionKeys(sessionId);
-    const replies = await this.redis
-      .multi()
-      .settle(
-        keys.log,
-        keys.projection,
-        keys.changes,
-        suggestionId,
-        outcome,
-        chatId,
-        String(OPEN_LIMIT),
-      )
-      .readLists(keys.log, keys.projection)
-      .exec();
-    if (replies === null) throw new Error("the settle transaction was discarded");
-    const [[settleErr, settleReply] = [], [readErr, readReply] = []] = replies;
-    if (settleErr) throw settleErr;
-    if (readErr) throw readErr;
-    return {
-      outcome: settleOutcome(settleReply as ScriptReply),
-      lists: snapshotOf(sessionId, readReply as ScriptReply).lists,
-    };
+    return this.#announcedSettle(sessionId, suggestionId, outcome, async (token) => {
+      const replies = await this.redis
+        .multi()
+        .settle(
+          keys.log,
+          keys.projection,
+          keys.changes,
+          ...settleArgs(suggestionId, outcome, chatId, token),
+        )
+        .readLists(keys.log, keys.projection)
+        .exec();
+      if (replies === null) throw new Error("the settle transaction was discarded");
+      const [[settleErr, settleReply] = [], [readErr, readReply] = []] = replies;
+      if (settleErr) throw settleErr;
+      if (readErr) throw readErr;
+      const settled = settleOutcome(settleReply as ScriptReply);
+      if ("fenced" in settled) return settled;
+      return { outcome: settled, lists: snapshotOf(sessionId, readReply as ScriptReply).lists };
+    });
+  }
+
+  /**
+   * A restore reopens an offer, so its chat is announced in the offer's workspace inbox
+   * first, as an offer's is (the workspace is read from the offer's record: one more
+   * read); other settlements only close offers, which an inbox read finds by itself.
+   */
+  async #announcedSettle<T>(
+    sessionId: string,
+    suggestionId: string,
+    outcome: Outcome,
+    run: (token: string) => Promise<T | Fenced>,
+  ): Promise<T> {
+    if (outcome !== "restored") return (await run("")) as T;
+    const workspaceId = (await this.lists(sessionId)).byId.get(suggestionId)?.workspaceId ?? "";
+    return announced(this.inbox, workspaceId, sessionId, run);
   }
 
   /**

@@ -10,6 +10,9 @@
   ARGV[2] outcome     started | drafted | dismissed | restored
   ARGV[3] chat_id     the new chat, for started; else empty
   ARGV[4] open limit  (3), for restored
+  ARGV[5] token       restored: the inbox token its announcement got (optional)
+  ARGV[6], ARGV[7]    the parts around the workspace id of a workspace's channel
+                      (optional): an offer's workspace is told after its settlement
 
   Result: { status, standing, chat id }, standing being the offer's after the call
     0 RECORDED   the settlement was appended
@@ -18,6 +21,8 @@
     2 NOT_FOUND  no offer with that id
     3 NOT_OPEN   the outcome does not fit the offer's standing
     4 OPEN_LIMIT restored, and the open limit is reached
+    5 FENCED     { 5, standing, '', fence }: restored, and an inbox read passed the
+                 token; nothing recorded, announce again above the fence and repeat
 ]]
 --- @include "projection"
 
@@ -44,6 +49,13 @@ if outcome == 'restored' then
   if tonumber(redis.call('HGET', proj, 'open') or '0') >= tonumber(ARGV[4]) then
     return { 4, state, '' }
   end
+  if ARGV[5] and ARGV[5] ~= '' then
+    local ws = offerWorkspace(log, proj, id)
+    local fence = ws ~= '' and inboxFence(proj, ws) or 0
+    if ws ~= '' and fence >= tonumber(ARGV[5]) then
+      return { 5, state, '', fence }
+    end
+  end
 else
   if state == outcome then
     return { 1, state, chatOf() }
@@ -60,7 +72,13 @@ if outcome == 'started' then
 end
 record[#record + 1] = 'time'
 record[#record + 1] = nowMs()
-appendRecord(log, proj, changes, record)
+local entryId = appendRecord(log, proj, changes, record)
+if ARGV[7] then
+  local ws = offerWorkspace(log, proj, id)
+  if ws ~= '' then
+    redis.call('PUBLISH', ARGV[6] .. ws .. ARGV[7], entryId)
+  end
+end
 local after = outcome
 if outcome == 'restored' then
   after = 'open'

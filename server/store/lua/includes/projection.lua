@@ -17,6 +17,9 @@
     k:<id>        chat id of a started offer
     t:<turn_id>   id of the first offer of that turn
     c:<call_id>   id of the offer that tool call recorded
+    f:<ws>        the inbox fence of workspace ws (store/workspace-inbox.ts): offers and
+                  restores announced with a token at or below it are refused. Not part
+                  of the fold: kept when the rest is folded again.
 ]]
 
 -- Bumped whenever the fields above change meaning, so that a projection written by an
@@ -74,6 +77,17 @@ local function applyRecord(proj, entryId, f)
   return false
 end
 
+-- Deletes the fold, keeping the inbox fences (f:<ws>), which no record holds.
+local function resetProjection(proj)
+  local flat = redis.call('HGETALL', proj)
+  redis.call('DEL', proj)
+  for i = 1, #flat, 2 do
+    if string.sub(flat[i], 1, 2) == 'f:' then
+      redis.call('HSET', proj, flat[i], flat[i + 1])
+    end
+  end
+end
+
 -- Brings the projection up to the end of the log: O(1) when it is current, else
 -- O(records not folded yet).
 local function catchUp(log, proj)
@@ -82,13 +96,13 @@ local function catchUp(log, proj)
   local seen = head[1]
   if #last == 0 then
     if seen or head[2] then
-      redis.call('DEL', proj)
+      resetProjection(proj)
     end
     return
   end
   if not seen or head[2] ~= PROJECTION_FORMAT then
     -- Missing, partial or of another format: folded again from the first record.
-    redis.call('DEL', proj)
+    resetProjection(proj)
     seen = false
   end
   if seen == last[1][1] then
@@ -112,6 +126,25 @@ local function appendRecord(log, proj, changes, flat)
   redis.call('HSET', proj, 'seen', entryId, 'v', PROJECTION_FORMAT)
   redis.call('PUBLISH', changes, entryId)
   return entryId
+end
+
+-- The inbox fence of workspace ws (0 when none): a write announced with a token at or
+-- below it must be announced again (store/workspace-inbox.ts).
+local function inboxFence(proj, ws)
+  return tonumber(redis.call('HGET', proj, 'f:' .. ws) or '0')
+end
+
+-- The workspace an offer's record names ('' for none, or an offer recorded before it).
+local function offerWorkspace(log, proj, id)
+  local entryId = redis.call('HGET', proj, 'e:' .. id)
+  if not entryId then
+    return ''
+  end
+  local entry = redis.call('XRANGE', log, entryId, entryId)[1]
+  if not entry then
+    return ''
+  end
+  return recordFields(entry[2])['ws'] or ''
 end
 
 -- Milliseconds since the epoch by the Redis server's clock, as a string.
