@@ -5,8 +5,10 @@ import {
   type RedisServerProcess,
   startRedisServer,
 } from "./redis/redis-server-process.js";
+import { createRedisClient } from "./redis/redis-client.js";
 import { parseRedisUrl, redact } from "./redis/redis-url.js";
 import { startSuggestServer } from "./server.js";
+import { rebuildInboxes } from "./store/inbox-rebuild.js";
 
 /**
  * The service's entry point, and the only module that reads the environment and
@@ -27,6 +29,15 @@ async function main(): Promise<void> {
   if (redisUrl === undefined) {
     privateRedis = await startRedisServer({ dir: resolve(config.dataDir, "redis") });
     redisUrl = privateRedis.url;
+  }
+  if (process.argv[2] === "rebuild-inbox") {
+    // `main.js rebuild-inbox`: recreate the workspace inbox indexes from the logs, then exit.
+    const redis = createRedisClient(redisUrl);
+    const report = await rebuildInboxes(redis);
+    console.log(`rebuilt the inbox of ${report.announced} chat(s) from ${report.chats} log(s)`);
+    await redis.quit();
+    await privateRedis?.stop();
+    process.exit(0);
   }
   const server = await startSuggestServer({ ...config, redisUrl });
   const parts = [

@@ -9,6 +9,7 @@ import { dismissSuggestion, draftSuggestion, restoreSuggestion } from "./settle-
 import { startSuggestion } from "./start-suggestion.js";
 import { suggestTask } from "./suggest-task.js";
 import { watchSuggestions } from "./watch-suggestions.js";
+import { listWorkspaceSuggestions, watchWorkspaceSuggestions } from "./workspace-suggestions.js";
 
 /** What the SuggestionService handlers share. */
 export interface SuggestionServiceDeps {
@@ -40,11 +41,9 @@ export function createSuggestionService(
     watchSuggestions: (request, context) => watchSuggestions(deps, request, context),
     withdrawSuggestion: () => notYet("WithdrawSuggestion"),
     listSettlements: () => notYet("ListSettlements"),
-    listWorkspaceSuggestions: () => notYet("ListWorkspaceSuggestions"),
-    // biome-ignore lint/correctness/useYield: it fails before its first message
-    watchWorkspaceSuggestions: async function* () {
-      notYet("WatchWorkspaceSuggestions");
-    },
+    listWorkspaceSuggestions: (request) => listWorkspaceSuggestions(deps, request),
+    watchWorkspaceSuggestions: (request, context) =>
+      watchWorkspaceSuggestions(deps, request, context),
   };
 }
 
