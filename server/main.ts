@@ -1,11 +1,11 @@
 import { resolve } from "node:path";
 import { ConfigError, configFromEnv } from "./config.js";
+import { createRedisClient } from "./redis/redis-client.js";
 import {
   RedisServerMissingError,
   type RedisServerProcess,
   startRedisServer,
 } from "./redis/redis-server-process.js";
-import { createRedisClient } from "./redis/redis-client.js";
 import { parseRedisUrl, redact } from "./redis/redis-url.js";
 import { startSuggestServer } from "./server.js";
 import { rebuildInboxes } from "./store/inbox-rebuild.js";

@@ -143,7 +143,8 @@ export class SuggestionStore {
     token: string,
   ): Promise<OfferOutcome | Fenced> {
     const keys = sessionKeys(sessionId);
-    const inbox = workspaceId === "" ? [] : [workspaceId, token, workspaceKeys(workspaceId).changes];
+    const inbox =
+      workspaceId === "" ? [] : [workspaceId, token, workspaceKeys(workspaceId).changes];
     const reply = await this.redis.offer(
       keys.log,
       keys.projection,
