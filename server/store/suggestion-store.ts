@@ -109,8 +109,12 @@ export class SuggestionStore {
   /** The workspace inbox the offers and restores announce themselves in. */
   readonly inbox: WorkspaceInbox;
 
-  constructor(readonly redis: Redis | Cluster) {
-    this.inbox = new WorkspaceInbox(redis);
+  /** @param inbox the inbox to announce in; tests pass one that fails between steps. */
+  constructor(
+    readonly redis: Redis | Cluster,
+    inbox?: WorkspaceInbox,
+  ) {
+    this.inbox = inbox ?? new WorkspaceInbox(redis);
   }
 
   /**

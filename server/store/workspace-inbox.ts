@@ -58,10 +58,14 @@ export class WorkspaceInbox {
    * token first (in the same script).
    */
   async chatEntries(sessionId: string, workspaceId: string, fence = ""): Promise<InboxEntry[]> {
+    return (await this.#readChat(sessionId, workspaceId, fence)).entries;
+  }
+
+  async #readChat(sessionId: string, workspaceId: string, fence: string) {
     const keys = sessionKeys(sessionId);
     const reply = await this.redis.inboxChat(keys.log, keys.projection, workspaceId, fence);
     const entries: InboxEntry[] = [];
-    for (let i = 0; i + 1 < reply.length; i += 2) {
+    for (let i = 1; i + 1 < reply.length; i += 2) {
       const raw = reply[i + 1] as [string, string[]];
       const [record] = parseEntries([raw]);
       if (record === undefined) continue;
@@ -69,7 +73,7 @@ export class WorkspaceInbox {
       const at = suggestion.offeredAt === undefined ? 0 : timestampMs(suggestion.offeredAt);
       entries.push({ member: inboxMember(at, sessionId, Number(reply[i])), suggestion });
     }
-    return entries;
+    return { logged: reply[0] === 1, entries };
   }
 
   /** Makes the chat's members `entries` if its token is still `token`; `clear` ends pending. */
@@ -94,10 +98,14 @@ export class WorkspaceInbox {
     return written === 1;
   }
 
-  /** Reads a pending chat back with a fence at `token` and writes it into the index. */
+  /**
+   * Reads a pending chat back with a fence at `token` and writes it into the index. A
+   * chat with an empty log stays pending (no fence is taken there, see
+   * lua/inboxChat-2.lua), until its first record.
+   */
   async resolve(workspaceId: string, sessionId: string, token: string): Promise<InboxEntry[]> {
-    const entries = await this.chatEntries(sessionId, workspaceId, token);
-    await this.put(workspaceId, sessionId, token, true, entries);
+    const { logged, entries } = await this.#readChat(sessionId, workspaceId, token);
+    await this.put(workspaceId, sessionId, token, logged, entries);
     return entries;
   }
 
@@ -129,7 +137,7 @@ export class WorkspaceInbox {
       ...valid,
       ...fromPending
         .flat()
-        .filter((e) => (after === "" || e.member < after) && (!full || e.member > boundary)),
+        .filter((e) => (after === "" || e.member < after) && (!full || e.member >= boundary)),
     ].sort((a, b) => (a.member < b.member ? 1 : a.member > b.member ? -1 : 0));
     const entries = candidates.slice(0, size);
     const more = full || candidates.length > size;

@@ -12,15 +12,21 @@
                    fence + 1, so tokens stay above fences after the index was deleted
 
   Result: the token (an integer), above every token handed out before in the workspace
+  and at least the server's time in microseconds, so that tokens handed out after the
+  index was deleted are still above those handed out before (a rebuild's fences then
+  refuse the writes in flight across the deletion)
 ]]
 local chats, pending = KEYS[1], KEYS[2]
 local session = ARGV[1]
 
-local token = redis.call('HINCRBY', chats, 'seq', 1)
-if token < tonumber(ARGV[2]) then
-  token = tonumber(ARGV[2])
-  redis.call('HSET', chats, 'seq', token)
-end
+local time = redis.call('TIME')
+local token = math.max(
+  tonumber(redis.call('HGET', chats, 'seq') or '0') + 1,
+  tonumber(time[1]) * 1000000 + tonumber(time[2]),
+  tonumber(ARGV[2])
+)
+token = string.format('%.0f', token)
+redis.call('HSET', chats, 'seq', token)
 redis.call('HSET', chats, 't:' .. session, token)
 redis.call('SADD', pending, session)
-return token
+return tonumber(token)

@@ -10,7 +10,11 @@
   ARGV[1] workspace   the workspace; '*': the open offers of every workspace
   ARGV[2] fence       the token to fence ('': none)
 
-  Result: { position, offer, position, offer, ... } of the open offers, in offer order:
+  Result: { logged, position, offer, position, offer, ... }:
+    logged    1 when the log holds a record, 0 when it is empty (then the fence is not
+              taken: a projection deleted by hand would lose it, and with it the only
+              trace of the read; the reader keeps such a chat pending instead)
+    then, for each open offer of the workspace, in offer order:
     position  the offer's place in the chat's offer order (1, 2, ...)
     offer     its `offered` record { entry id, { field, value, ... } }
 ]]
@@ -21,11 +25,12 @@ local ws, fence = ARGV[1], ARGV[2]
 
 catchUp(log, proj)
 
-if fence ~= '' and ws ~= '*' and inboxFence(proj, ws) < tonumber(fence) then
+local logged = redis.call('EXISTS', log)
+if logged == 1 and fence ~= '' and ws ~= '*' and inboxFence(proj, ws, fence, false) < tonumber(fence) then
   redis.call('HSET', proj, 'f:' .. ws, fence)
 end
 
-local result = {}
+local result = { logged }
 local n = tonumber(redis.call('HGET', proj, 'open') or '0') > 0
   and tonumber(redis.call('HGET', proj, 'n') or '0')
   or 0

@@ -29,7 +29,7 @@
 local log, proj, changes = KEYS[1], KEYS[2], KEYS[3]
 local id, outcome, chat = ARGV[1], ARGV[2], ARGV[3]
 
-catchUp(log, proj)
+local rebuilt = catchUp(log, proj)
 
 local state = redis.call('HGET', proj, 's:' .. id)
 if not state then
@@ -51,7 +51,7 @@ if outcome == 'restored' then
   end
   if ARGV[5] and ARGV[5] ~= '' then
     local ws = offerWorkspace(log, proj, id)
-    local fence = ws ~= '' and inboxFence(proj, ws) or 0
+    local fence = ws ~= '' and inboxFence(proj, ws, ARGV[5], rebuilt) or 0
     if ws ~= '' and fence >= tonumber(ARGV[5]) then
       return { 5, state, '', fence }
     end

@@ -89,7 +89,8 @@ local function resetProjection(proj)
 end
 
 -- Brings the projection up to the end of the log: O(1) when it is current, else
--- O(records not folded yet).
+-- O(records not folded yet). Answers true when it had to fold from the first record
+-- of a non-empty log (the projection was missing, partial or of another format).
 local function catchUp(log, proj)
   local last = redis.call('XREVRANGE', log, '+', '-', 'COUNT', 1)
   local head = redis.call('HMGET', proj, 'seen', 'v')
@@ -100,13 +101,15 @@ local function catchUp(log, proj)
     end
     return
   end
+  local rebuilt = false
   if not seen or head[2] ~= PROJECTION_FORMAT then
     -- Missing, partial or of another format: folded again from the first record.
     resetProjection(proj)
     seen = false
+    rebuilt = true
   end
   if seen == last[1][1] then
-    return
+    return false
   end
   local from = '-'
   if seen then
@@ -117,6 +120,7 @@ local function catchUp(log, proj)
     applyRecord(proj, entries[i][1], recordFields(entries[i][2]))
   end
   redis.call('HSET', proj, 'seen', last[1][1], 'v', PROJECTION_FORMAT)
+  return rebuilt
 end
 
 -- Appends a record, folds it into the projection, tells watchers; answers its stream id.
@@ -129,8 +133,13 @@ local function appendRecord(log, proj, changes, flat)
 end
 
 -- The inbox fence of workspace ws (0 when none): a write announced with a token at or
--- below it must be announced again (store/workspace-inbox.ts).
-local function inboxFence(proj, ws)
+-- below it must be announced again (store/workspace-inbox.ts). A projection deleted by
+-- hand loses its fences, so a write that found it missing (`rebuilt`) takes its own
+-- token as fenced: announced again, its token is above every fence taken before.
+local function inboxFence(proj, ws, token, rebuilt)
+  if rebuilt then
+    return tonumber(token)
+  end
   return tonumber(redis.call('HGET', proj, 'f:' .. ws) or '0')
 end
 
