@@ -258,7 +258,9 @@ export class SuggestionStore {
     run: (token: string) => Promise<T | Fenced>,
   ): Promise<T> {
     if (outcome !== "restored") return (await run("")) as T;
-    const workspaceId = (await this.lists(sessionId)).byId.get(suggestionId)?.workspaceId ?? "";
+    const keys = sessionKeys(sessionId);
+    const { lists } = snapshotOf(sessionId, await this.redis.readLists(keys.log, keys.projection));
+    const workspaceId = lists.byId.get(suggestionId)?.workspaceId ?? "";
     return announced(this.inbox, workspaceId, sessionId, run);
   }
 
