@@ -89,6 +89,10 @@ function everyCall(token: string | undefined, sessionId: string) {
     WatchSuggestions: async () => {
       for await (const _ of c.suggestions.watchSuggestions({ sessionId })) return;
     },
+    ListWorkspaceSuggestions: () => c.suggestions.listWorkspaceSuggestions({ workspaceId: "ws" }),
+    WatchWorkspaceSuggestions: async () => {
+      for await (const _ of c.suggestions.watchWorkspaceSuggestions({ workspaceId: "ws" })) return;
+    },
     GetSession: () => c.host.getSession({ sessionId }),
     PutSession: () =>
       c.local.putSession({ session: { sessionId, workspaceId: "ws", folder: FolderKind.NORMAL } }),
@@ -106,6 +110,8 @@ const ALLOWED: Record<keyof typeof TOKENS, readonly string[]> = {
     "DismissSuggestion",
     "RestoreSuggestion",
     "WatchSuggestions",
+    "ListWorkspaceSuggestions",
+    "WatchWorkspaceSuggestions",
   ],
   "host-admin": ["GetSession", "PutSession", "GetChat"],
 };
