@@ -129,10 +129,7 @@ export async function measureWorkspaceInbox(
         suggestions = res.suggestions.length;
       },
     ],
-    [
-      "list",
-      (i) => client.listSuggestions({ sessionId: data.listChats[i % 100] as string }),
-    ],
+    ["list", (i) => client.listSuggestions({ sessionId: data.listChats[i % 100] as string })],
     ["offerIn", suggest("in")],
     ["offerOut", suggest("out")],
   ];

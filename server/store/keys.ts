@@ -53,6 +53,8 @@ export interface WorkspaceKeys {
   readonly chats: string;
   /** Set of sessions announced and not yet read back from their logs. */
   readonly pending: string;
+  /** Hash: member → its offer's record as read from the log (JSON `[entry id, fields]`). */
+  readonly docs: string;
   /** The pub/sub channel told after every change in a chat of the workspace. */
   readonly changes: string;
 }
@@ -67,6 +69,7 @@ export function workspaceKeys(workspaceId: string): WorkspaceKeys {
     offers: `inbox:${tag}:offers`,
     chats: `inbox:${tag}:chats`,
     pending: `inbox:${tag}:pending`,
+    docs: `inbox:${tag}:docs`,
     changes: `${WORKSPACE_CHANNEL_PARTS[0]}${workspaceId}${WORKSPACE_CHANNEL_PARTS[1]}`,
   };
 }

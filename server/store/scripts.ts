@@ -63,18 +63,20 @@ declare module "ioredis" {
     readLists(log: string, projection: string): Result<ScriptReply, Context>;
     /** lua/announce-2.lua: the chat's new inbox token. */
     announce(chats: string, pending: string, ...argv: string[]): Result<number, Context>;
-    /** lua/inboxPage-3.lua: `{ pending, members, tokens }`. */
+    /** lua/inboxPage-4.lua: `{ pending, members, docs }`. */
     inboxPage(
       offers: string,
       chats: string,
       pending: string,
+      docs: string,
       ...argv: string[]
     ): Result<ScriptReply, Context>;
-    /** lua/inboxPut-3.lua: 1 written, 0 not. */
+    /** lua/inboxPut-4.lua: 1 written, 0 not. */
     inboxPut(
       offers: string,
       chats: string,
       pending: string,
+      docs: string,
       ...argv: string[]
     ): Result<number, Context>;
     /** lua/inboxChat-2.lua: `{ position, offer, ... }`. */

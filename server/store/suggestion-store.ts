@@ -67,7 +67,7 @@ function settleArgs(suggestionId: string, outcome: Outcome, chatId: string, toke
 
 /** Reads the reply of lua/settle-3.lua; status 5 (the inbox fenced the token) as `Fenced`. */
 function settleOutcome(reply: ScriptReply): SettleOutcome | Fenced {
-  if (reply[0] === 5) return { fenced: Number(reply[3]) };
+  if (reply[0] === 5) return { fenced: Number(reply[3]), workspaceId: String(reply[4]) };
   const kind = SETTLE_KINDS[reply[0] as number];
   if (kind === undefined) {
     throw new Error(`settle script answered an unknown status ${String(reply[0])}`);
@@ -182,7 +182,7 @@ export class SuggestionStore {
       case OfferStatus.Checked:
         return { kind: "quota-ok" };
       case OfferStatus.Fenced:
-        return { fenced: Number(reply[1]) };
+        return { fenced: Number(reply[1]), workspaceId };
       default:
         throw new Error(`offer script answered an unknown status ${String(reply[0])}`);
     }
@@ -201,7 +201,7 @@ export class SuggestionStore {
     chatId = "",
   ): Promise<SettleOutcome> {
     const keys = sessionKeys(sessionId);
-    return this.#announcedSettle(sessionId, suggestionId, outcome, async (token) =>
+    return this.#announcedSettle(sessionId, async (token) =>
       settleOutcome(
         await this.redis.settle(
           keys.log,
@@ -225,7 +225,7 @@ export class SuggestionStore {
     chatId = "",
   ): Promise<{ readonly outcome: SettleOutcome; readonly lists: SuggestionLists }> {
     const keys = sessionKeys(sessionId);
-    return this.#announcedSettle(sessionId, suggestionId, outcome, async (token) => {
+    return this.#announcedSettle(sessionId, async (token) => {
       const replies = await this.redis
         .multi()
         .settle(
@@ -247,21 +247,16 @@ export class SuggestionStore {
   }
 
   /**
-   * A restore reopens an offer, so its chat is announced in the offer's workspace inbox
-   * first, as an offer's is (the workspace is read from the offer's record: one more
-   * read); other settlements only close offers, which an inbox read finds by itself.
+   * A settlement changes the inbox of its offer's workspace, so its chat is announced
+   * there first, as an offer's is: the script refuses a settlement of an offer of a
+   * workspace without a fresh token and names the workspace (status 5), and it is sent
+   * again after the announcement. Offers of no workspace settle in one call.
    */
   async #announcedSettle<T>(
     sessionId: string,
-    suggestionId: string,
-    outcome: Outcome,
     run: (token: string) => Promise<T | Fenced>,
   ): Promise<T> {
-    if (outcome !== "restored") return (await run("")) as T;
-    const keys = sessionKeys(sessionId);
-    const { lists } = snapshotOf(sessionId, await this.redis.readLists(keys.log, keys.projection));
-    const workspaceId = lists.byId.get(suggestionId)?.workspaceId ?? "";
-    return announced(this.inbox, workspaceId, sessionId, run);
+    return announced(this.inbox, "", sessionId, run);
   }
 
   /**

@@ -10,6 +10,8 @@ import type { ScriptReply } from "./scripts.js";
 export interface InboxEntry {
   readonly member: string;
   readonly suggestion: Suggestion;
+  /** The offer's record as the index keeps it: JSON `[entry id, fields]`. */
+  readonly doc: string;
 }
 
 /** One page of a workspace's inbox. */
@@ -31,18 +33,23 @@ function tokenMap(flat: ScriptReply[number]): Map<string, string> {
 /**
  * A workspace's inbox: the open suggestions of every chat of the workspace, newest offer
  * first. Each chat's log stays the only truth; the index on the workspace's own hash tag
- * (keys.ts `workspaceKeys`) only says where to look and in which order:
- * - before an offer or a restore is appended, its chat is announced (lua/announce-2.lua):
- *   marked pending, with a new token that the append carries;
- * - a read reads every pending chat back from its log with a fence at its token
- *   (lua/inboxChat-2.lua: an append announced at or below the fence and not yet made is
- *   refused and announced again), writes the chat's open offers into the index and
- *   clears the mark (lua/inboxPut-3.lua, only if no announcement came meanwhile);
- * - every other chat on the page is read back too (unfenced), so a settled offer leaves
- *   the page, and the index, at once.
- * So a crash between any two steps leaves at worst a pending chat or a settled member,
- * both found by the next read; the index never lacks an open offer. No script touches a
- * session's keys and the index together. Pinned by test/store/inbox-model.test.ts.
+ * (keys.ts `workspaceKeys`) is a cache of it, kept by one protocol:
+ * - before a write that changes a chat's open offers of a workspace (an offer, any
+ *   settlement, a restore) is appended, the chat is announced there (lua/announce-2.lua):
+ *   marked pending, with a new token that the append carries; the append refuses a
+ *   missing token, or one at or below the chat's fence (status FENCED), and the writer
+ *   announces again (`announced`);
+ * - a read reads every pending chat back from its log, fencing its token first
+ *   (lua/inboxChat-2.lua), so that an append announced before and not made yet is
+ *   refused; then it writes the chat's open offers into the index and clears the mark
+ *   (lua/inboxPut-4.lua), unless an announcement came meanwhile;
+ * - every other chat is as its log says, so a page of the index is read in one script
+ *   (lua/inboxPage-4.lua) with the offers' records.
+ * A crash between any two steps leaves at worst a pending chat, read back by the next
+ * read: the index never lacks an open offer nor keeps a settled one. No script touches a
+ * session's keys and the index together. Records written around the service (not by its
+ * scripts) reach the index at the chat's next write or a rebuild (store/inbox-rebuild.ts).
+ * Pinned by test/store/inbox-model.test.ts.
  */
 export class WorkspaceInbox {
   constructor(readonly redis: Redis | Cluster) {}
@@ -71,7 +78,8 @@ export class WorkspaceInbox {
       if (record === undefined) continue;
       const suggestion = offeredSuggestion(sessionId, record);
       const at = suggestion.offeredAt === undefined ? 0 : timestampMs(suggestion.offeredAt);
-      entries.push({ member: inboxMember(at, sessionId, Number(reply[i])), suggestion });
+      const member = inboxMember(at, sessionId, Number(reply[i]));
+      entries.push({ member, suggestion, doc: JSON.stringify([record.entryId, record.fields]) });
     }
     return { logged: reply[0] === 1, entries };
   }
@@ -85,15 +93,15 @@ export class WorkspaceInbox {
     entries: readonly InboxEntry[],
   ): Promise<boolean> {
     const keys = workspaceKeys(workspaceId);
-    const members = entries.map((e) => e.member);
     const written = await this.redis.inboxPut(
       keys.offers,
       keys.chats,
       keys.pending,
+      keys.docs,
       sessionId,
       token,
       clear ? "1" : "0",
-      ...members,
+      ...entries.flatMap((e) => [e.member, e.doc]),
     );
     return written === 1;
   }
@@ -111,8 +119,9 @@ export class WorkspaceInbox {
 
   /**
    * Up to `size` open suggestions after `after` ('' from the newest), newest offer
-   * first, each read from its chat's log. A page may hold fewer than `size` while more
-   * follow (members of offers settled since were dropped); `next` says where to go on.
+   * first: the index's window, with every pending chat read back from its log (fenced)
+   * and merged in. A page may hold fewer than `size` while more follow (a pending chat
+   * lost members); `next` says where to go on.
    */
   async page(workspaceId: string, size: number, after: string): Promise<InboxPage> {
     const keys = workspaceKeys(workspaceId);
@@ -120,21 +129,35 @@ export class WorkspaceInbox {
       keys.offers,
       keys.chats,
       keys.pending,
+      keys.docs,
       after,
       String(size),
     );
     const pending = tokenMap(reply[0]);
-    const members = (reply[1] as string[]).filter((m) => !pending.has(sessionOfMember(m)));
-    const tokens = tokenMap(reply[2]);
-    const full = (reply[1] as string[]).length === size;
-    const boundary = (reply[1] as string[]).at(-1) ?? "";
-
+    const window = reply[1] as string[];
+    const docs = reply[2] as (string | null)[];
+    const full = window.length === size;
+    const boundary = window.at(-1) ?? "";
     const fromPending = await Promise.all(
       [...pending].map(([sessionId, token]) => this.resolve(workspaceId, sessionId, token)),
     );
-    const valid = await this.#validate(workspaceId, members, tokens);
+    const unread = new Set<string>();
+    const listed: InboxEntry[] = [];
+    window.forEach((member, i) => {
+      const sessionId = sessionOfMember(member);
+      const doc = docs[i];
+      if (pending.has(sessionId)) return;
+      if (typeof doc !== "string") unread.add(sessionId);
+      else listed.push(entryOf(sessionId, member, doc));
+    });
+    // A record missing from the index (deleted by hand): read from the chat's log.
+    const fromLogs = await Promise.all(
+      [...unread].map((sessionId) => this.chatEntries(sessionId, workspaceId)),
+    );
+    const inWindow = new Set(window);
     const candidates = [
-      ...valid,
+      ...listed,
+      ...fromLogs.flat().filter((e) => inWindow.has(e.member)),
       ...fromPending
         .flat()
         .filter((e) => (after === "" || e.member < after) && (!full || e.member >= boundary)),
@@ -144,53 +167,26 @@ export class WorkspaceInbox {
     const next = !more ? "" : entries.length === size ? (entries.at(-1)?.member ?? "") : boundary;
     return { entries, next };
   }
-
-  /**
-   * The window's members whose offers are still open, read from their chats' logs; a
-   * chat whose members include a settled offer gets its members written anew (only if
-   * no announcement came since its token was read).
-   */
-  async #validate(
-    workspaceId: string,
-    members: readonly string[],
-    tokens: ReadonlyMap<string, string>,
-  ): Promise<InboxEntry[]> {
-    const bySession = new Map<string, string[]>();
-    for (const member of members) {
-      const sessionId = sessionOfMember(member);
-      const list = bySession.get(sessionId) ?? [];
-      list.push(member);
-      bySession.set(sessionId, list);
-    }
-    const valid: InboxEntry[] = [];
-    await Promise.all(
-      [...bySession].map(async ([sessionId, listed]) => {
-        const open = await this.chatEntries(sessionId, workspaceId);
-        const byMember = new Map(open.map((e) => [e.member, e]));
-        let stale = false;
-        for (const member of listed) {
-          const entry = byMember.get(member);
-          if (entry === undefined) stale = true;
-          else valid.push(entry);
-        }
-        if (stale) {
-          await this.put(workspaceId, sessionId, tokens.get(sessionId) ?? "0", false, open);
-        }
-      }),
-    );
-    return valid;
-  }
 }
 
-/** What an append that carries an inbox token answers when a read fenced the token. */
+/** An entry from the record the index keeps for it. */
+function entryOf(sessionId: string, member: string, doc: string): InboxEntry {
+  const [entryId, fields] = JSON.parse(doc) as [string, Record<string, string>];
+  return { member, suggestion: offeredSuggestion(sessionId, { entryId, fields }), doc };
+}
+
+/** What an append that carries an inbox token answers when it needs a (new) token. */
 export interface Fenced {
+  /** The fence the token must be above (0: the chat was not announced yet). */
   readonly fenced: number;
+  /** The workspace to announce the chat in. */
+  readonly workspaceId: string;
 }
 
 /**
- * Runs `append` with a token announced for (workspace, session) first; when the append
- * answers fenced (an inbox read passed the token), announces again above the fence and
- * repeats. Without a workspace the append runs with no token.
+ * Runs `append` with a token announced for (workspace, session) first ('' workspace:
+ * with no token); when it answers fenced (no token, or an inbox read passed it), announces
+ * the chat in the workspace it names, above the fence, and repeats.
  */
 export async function announced<T>(
   inbox: WorkspaceInbox,
@@ -198,13 +194,15 @@ export async function announced<T>(
   sessionId: string,
   append: (token: string) => Promise<T | Fenced>,
 ): Promise<T> {
-  if (workspaceId === "") return (await append("")) as T;
+  let workspace = workspaceId;
   let minimum = 0;
   for (let attempt = 0; ; attempt++) {
-    const token = await inbox.announce(workspaceId, sessionId, minimum);
-    const outcome = await append(String(token));
+    const token =
+      workspace === "" ? "" : String(await inbox.announce(workspace, sessionId, minimum));
+    const outcome = await append(token);
     if (!isFenced(outcome)) return outcome;
     if (attempt >= 10) throw new Error("the inbox fenced every announcement of this chat");
+    workspace = outcome.workspaceId;
     minimum = outcome.fenced + 1;
   }
 }

@@ -5,16 +5,17 @@
   KEYS[1] offers   the workspace's sorted set of members (all scores 0)
   KEYS[2] chats    the workspace's chats hash
   KEYS[3] pending  the workspace's set of pending chats
+  KEYS[4] docs     the workspace's hash of offer records by member
 
   ARGV[1] after    the member the window starts after ('': from the newest)
   ARGV[2] limit    the most members to answer
 
-  Result: { pending, members, tokens }
+  Result: { pending, members, docs }
     pending   { session, token, ... } of every pending chat
     members   up to `limit` members after ARGV[1], newest first
-    tokens    { session, token, ... } of the chats those members name
+    docs      their offers' records, in the same order (false where missing)
 ]]
-local offers, chats, pending = KEYS[1], KEYS[2], KEYS[3]
+local offers, chats, pending, docs = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 
 -- Tokens of many chats, in chunks that keep unpack within Lua's stack.
 local function tokensOf(sessions)
@@ -38,13 +39,8 @@ if ARGV[1] ~= '' then
   max = '(' .. ARGV[1]
 end
 local members = redis.call('ZRANGE', offers, max, '-', 'BYLEX', 'REV', 'LIMIT', 0, tonumber(ARGV[2]))
--- A member is <16 digits of time>|<session>|<10 digits of position>.
-local seen, sessions = {}, {}
-for _, member in ipairs(members) do
-  local session = string.sub(member, 18, #member - 11)
-  if not seen[session] then
-    seen[session] = true
-    sessions[#sessions + 1] = session
-  end
+local records = {}
+if #members > 0 then
+  records = redis.call('HMGET', docs, unpack(members))
 end
-return { tokensOf(redis.call('SMEMBERS', pending)), members, tokensOf(sessions) }
+return { tokensOf(redis.call('SMEMBERS', pending)), members, records }
