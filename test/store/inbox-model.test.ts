@@ -1,4 +1,3 @@
-import { timestampMs } from "@bufbuild/protobuf/wkt";
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
@@ -6,66 +5,27 @@ import type { RedisClient } from "../../server/redis/redis-client.js";
 import type { RedisServerProcess } from "../../server/redis/redis-server-process.js";
 import { rebuildInboxes } from "../../server/store/inbox-rebuild.js";
 import { sessionKeys, workspaceKeys } from "../../server/store/keys.js";
-import { type OfferOutcome, SuggestionStore } from "../../server/store/suggestion-store.js";
-import { WorkspaceInbox } from "../../server/store/workspace-inbox.js";
+import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { ownRedis, redisClient, uniqueId } from "../support/harness.js";
+import {
+  applyOffer,
+  FaultyInbox,
+  Model,
+  newestFirst,
+  newOffer,
+  type Real,
+} from "../support/inbox-model.js";
 
 /*
  * A model-based test of the workspace inbox: random offers, settlements and restores in
  * six chats of two workspaces (chats also move between workspaces), with crashes
- * injected between the steps of a write (the writer dies after announcing its chat,
- * before appending), writers paused between the two steps while reads go on (their
- * tokens get fenced, so they must announce again), the index deleted and rebuilt from
- * the logs, and projections deleted. After every step each workspace's inbox, read page
- * by page, must be exactly the union of its chats' open offers, newest offer first.
+ * injected between the steps of a write (the writer of an offer, a settlement or a
+ * restore dies after announcing its chat, before appending), writers paused between
+ * the two steps while reads go on (their tokens get fenced: they announce again), the
+ * index deleted and rebuilt from the logs, and projections deleted. After every step
+ * each workspace's inbox, read page by page, must be exactly the union of its chats'
+ * open offers, newest offer first.
  */
-
-type Standing = "open" | "started" | "drafted" | "dismissed";
-
-interface Offer {
-  readonly sessionId: string;
-  readonly id: string;
-  readonly workspaceId: string;
-  /** Its place in its chat's offer order (1, 2, ...). */
-  readonly position: number;
-  readonly offeredAt: number;
-  state: Standing;
-}
-
-/** An inbox whose next announcement can kill its writer or pause it. */
-class FaultyInbox extends WorkspaceInbox {
-  next: "none" | "die" | "pause" = "none";
-  gate: Promise<void> = Promise.resolve();
-  override async announce(workspaceId: string, sessionId: string, minimum = 0): Promise<number> {
-    const token = await super.announce(workspaceId, sessionId, minimum);
-    const fault = this.next;
-    this.next = "none";
-    if (fault === "die") throw new Error("the writer died between announcing and appending");
-    if (fault === "pause") await this.gate;
-    return token;
-  }
-}
-
-class Model {
-  readonly offers: Offer[] = [];
-  readonly workspaceOf: string[];
-  paused: { chat: number; promise: Promise<OfferOutcome | Error>; resume: () => void } | undefined;
-  turn = 0;
-  constructor(
-    readonly sessions: readonly string[],
-    readonly workspaces: readonly [string, string],
-  ) {
-    this.workspaceOf = sessions.map((_, i) => workspaces[i % 2] as string);
-  }
-  of(chat: number) {
-    return this.offers.filter((o) => o.sessionId === this.sessions[chat]);
-  }
-}
-
-interface Real {
-  readonly store: SuggestionStore;
-  readonly inbox: FaultyInbox;
-}
 
 let redisServer: RedisServerProcess & { remove: () => void };
 let admin: RedisClient;
@@ -78,13 +38,6 @@ afterAll(async () => {
   await redisServer.stop();
   redisServer.remove();
 });
-
-/** The inbox's order: newest offer first, then by session id, then later in the chat first. */
-function newestFirst(a: Offer, b: Offer): number {
-  if (a.offeredAt !== b.offeredAt) return b.offeredAt - a.offeredAt;
-  if (a.sessionId !== b.sessionId) return a.sessionId < b.sessionId ? 1 : -1;
-  return b.position - a.position;
-}
 
 /** Each workspace's inbox, every page of it, equals the model's open offers of it. */
 async function compare(m: Model, r: Real, pageSize: number): Promise<void> {
@@ -108,37 +61,6 @@ async function compare(m: Model, r: Real, pageSize: number): Promise<void> {
     }
     expect(got).toEqual(expected);
   }
-}
-
-/** Applies what an offer answered, checking it against the model's quotas. */
-function applyOffer(m: Model, chat: number, workspaceId: string, outcome: OfferOutcome): void {
-  const mine = m.of(chat);
-  const open = mine.filter((o) => o.state === "open").length;
-  const expected = mine.length >= 10 ? "lifetime-limit" : open >= 3 ? "open-limit" : "recorded";
-  expect(outcome.kind).toBe(expected);
-  if (outcome.kind !== "recorded") return;
-  const s = outcome.suggestion;
-  expect(s.workspaceId).toBe(workspaceId);
-  m.offers.push({
-    sessionId: s.sessionId,
-    id: s.id,
-    workspaceId,
-    position: mine.length + 1,
-    offeredAt: s.offeredAt === undefined ? 0 : timestampMs(s.offeredAt),
-    state: "open",
-  });
-}
-
-function newOffer(m: Model) {
-  m.turn++;
-  return {
-    id: `o${m.turn}`,
-    turnId: `t${m.turn}`,
-    toolCallId: `c${m.turn}`,
-    title: `Offer ${m.turn}`,
-    tldr: "Worth it",
-    brief: "Do it.",
-  };
 }
 
 class Step implements fc.AsyncCommand<Model, Real> {
@@ -199,50 +121,54 @@ const steps = [
         } else expect(res.outcome.kind).not.toBe("recorded");
       }),
   ),
-  fc.record({ c: chat, restore: fc.boolean(), p: pick }).map(
-    ({ c, restore, p }) =>
-      new Step(
-        `writer dies after announcing (${restore ? "restore" : "offer"}) c${c}`,
-        async (m, r) => {
-          const target = m.of(c).find((o, i) => o.state === "dismissed" && i >= p % 3);
-          if (restore && target === undefined) return;
-          r.inbox.next = "die";
-          const write = restore
-            ? r.store.settleAndList(target?.sessionId ?? "", target?.id ?? "", "restored")
-            : r.store.offer(
-                m.sessions[c] as string,
-                newOffer(m),
-                false,
-                m.workspaceOf[c] as string,
+  fc.record({ c: chat, kind: fc.constantFrom("offer", "dismiss", "restore") }).map(
+    ({ c, kind }) =>
+      new Step(`writer dies after announcing (${kind}) c${c}`, async (m, r) => {
+        const open = m.of(c).filter((o) => o.state === "open");
+        const target =
+          kind === "dismiss"
+            ? open[0]
+            : m.of(c).find((o) => o.state === "dismissed" && open.length < 3);
+        if (kind !== "offer" && target === undefined) return;
+        r.inbox.next = "die";
+        const ws = m.workspaceOf[c] as string;
+        const write =
+          kind === "offer"
+            ? r.store.offer(m.sessions[c] as string, newOffer(m), false, ws)
+            : r.store.settleAndList(
+                target?.sessionId ?? "",
+                target?.id ?? "",
+                kind === "dismiss" ? "dismissed" : "restored",
               );
-          await expect(write).rejects.toThrow("the writer died");
-          r.inbox.next = "none";
-        },
-      ),
+        await expect(write).rejects.toThrow("the writer died");
+        r.inbox.next = "none";
+      }),
   ),
-  chat.map(
-    (c) =>
+  fc.record({ c: chat, dismiss: fc.boolean() }).map(
+    ({ c, dismiss }) =>
       new Step(
-        `writer of c${c} paused between announcing and appending`,
+        `writer of c${c} paused between announcing and appending (${dismiss ? "dismiss" : "offer"})`,
         async (m, r) => {
           const ws = m.workspaceOf[c] as string;
+          const target = m.of(c).find((o) => o.state === "open");
+          if (dismiss && target === undefined) return;
           let resume = () => {};
           r.inbox.gate = new Promise((resolve) => {
             resume = resolve;
           });
           r.inbox.next = "pause";
-          const offer = newOffer(m);
-          const promise = r.store
-            .offer(m.sessions[c] as string, offer, false, ws)
-            .catch((e: unknown) => e as Error);
-          m.paused = {
-            promise: promise.then((outcome) => {
-              if (!(outcome instanceof Error)) applyOffer(m, c, ws, outcome);
-              return outcome;
-            }),
-            resume,
-            chat: c,
-          };
+          const write = dismiss
+            ? r.store.settle(target?.sessionId ?? "", target?.id ?? "", "dismissed").then((o) => {
+                // Applied when it lands: as the offer stands then.
+                const state = target?.state;
+                const kinds = { open: "recorded", dismissed: "already" } as Record<string, string>;
+                expect(o.kind).toBe(kinds[state ?? ""] ?? "not-open");
+                if (target !== undefined && state === "open") target.state = "dismissed";
+              })
+            : r.store.offer(m.sessions[c] as string, newOffer(m), false, ws).then((o) => {
+                applyOffer(m, c, ws, o);
+              });
+          m.paused = { promise: write.catch((e: unknown) => e as Error), resume, chat: c };
           // Wait for the announcement to be made before the next step.
           for (let i = 0; i < 100 && r.inbox.next === "pause"; i++) await tick();
         },

@@ -26,7 +26,7 @@ local ws, fence = ARGV[1], ARGV[2]
 catchUp(log, proj)
 
 local logged = redis.call('EXISTS', log)
-if logged == 1 and fence ~= '' and ws ~= '*' and inboxFence(proj, ws, fence, false) < tonumber(fence) then
+if logged == 1 and fence ~= '' and ws ~= '*' and inboxFence(proj, ws) < tonumber(fence) then
   redis.call('HSET', proj, 'f:' .. ws, fence)
 end
 

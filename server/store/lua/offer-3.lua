@@ -35,7 +35,7 @@
 local log, proj, changes = KEYS[1], KEYS[2], KEYS[3]
 local id, turn, call = ARGV[1], ARGV[2], ARGV[3]
 
-local rebuilt = catchUp(log, proj)
+catchUp(log, proj)
 
 local function answerExisting(existing)
   local entryId = redis.call('HGET', proj, 'e:' .. existing)
@@ -69,7 +69,7 @@ end
 
 local ws = ARGV[10] or ''
 if ws ~= '' and ARGV[11] then
-  local fence = inboxFence(proj, ws, ARGV[11], rebuilt)
+  local fence = inboxFence(proj, ws)
   if fence >= tonumber(ARGV[11]) then
     return { 6, fence }
   end

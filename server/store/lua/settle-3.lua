@@ -32,7 +32,7 @@
 local log, proj, changes = KEYS[1], KEYS[2], KEYS[3]
 local id, outcome, chat = ARGV[1], ARGV[2], ARGV[3]
 
-local rebuilt = catchUp(log, proj)
+catchUp(log, proj)
 
 local state = redis.call('HGET', proj, 's:' .. id)
 if not state then
@@ -65,7 +65,7 @@ end
 -- announced there (store/workspace-inbox.ts), with a token no inbox read has fenced.
 local ws = ARGV[6] and offerWorkspace(log, proj, id) or ''
 if ws ~= '' then
-  local fence = inboxFence(proj, ws, ARGV[5] ~= '' and ARGV[5] or '0', rebuilt)
+  local fence = inboxFence(proj, ws)
   if ARGV[5] == '' or fence >= tonumber(ARGV[5]) then
     return { 5, state, '', fence, ws }
   end

@@ -17,9 +17,14 @@
     k:<id>        chat id of a started offer
     t:<turn_id>   id of the first offer of that turn
     c:<call_id>   id of the offer that tool call recorded
-    f:<ws>        the inbox fence of workspace ws (store/workspace-inbox.ts): offers and
-                  restores announced with a token at or below it are refused. Not part
-                  of the fold: kept when the rest is folded again.
+    f:<ws>        the inbox fence of workspace ws (store/workspace-inbox.ts): writes
+                  announced with a token at or below it are refused. Not part of the
+                  fold: kept when the rest is folded again.
+    f:*           the fence of every workspace: set when the projection is folded from
+                  the first record (it may have been deleted by hand, fences and all)
+                  to the server's time in microseconds plus a minute, above every token
+                  handed out before (tokens are at least their server's time: see
+                  lua/announce-2.lua)
 ]]
 
 -- Bumped whenever the fields above change meaning, so that a projection written by an
@@ -89,8 +94,7 @@ local function resetProjection(proj)
 end
 
 -- Brings the projection up to the end of the log: O(1) when it is current, else
--- O(records not folded yet). Answers true when it had to fold from the first record
--- of a non-empty log (the projection was missing, partial or of another format).
+-- O(records not folded yet).
 local function catchUp(log, proj)
   local last = redis.call('XREVRANGE', log, '+', '-', 'COUNT', 1)
   local head = redis.call('HMGET', proj, 'seen', 'v')
@@ -101,15 +105,19 @@ local function catchUp(log, proj)
     end
     return
   end
-  local rebuilt = false
   if not seen or head[2] ~= PROJECTION_FORMAT then
-    -- Missing, partial or of another format: folded again from the first record.
+    -- Missing, partial or of another format: folded again from the first record. The
+    -- inbox fences may have gone with it: every token handed out so far is fenced.
     resetProjection(proj)
     seen = false
-    rebuilt = true
+    local t = redis.call('TIME')
+    local floor = tonumber(t[1]) * 1000000 + tonumber(t[2]) + 60000000
+    if floor > tonumber(redis.call('HGET', proj, 'f:*') or '0') then
+      redis.call('HSET', proj, 'f:*', string.format('%.0f', floor))
+    end
   end
   if seen == last[1][1] then
-    return false
+    return
   end
   local from = '-'
   if seen then
@@ -120,7 +128,6 @@ local function catchUp(log, proj)
     applyRecord(proj, entries[i][1], recordFields(entries[i][2]))
   end
   redis.call('HSET', proj, 'seen', last[1][1], 'v', PROJECTION_FORMAT)
-  return rebuilt
 end
 
 -- Appends a record, folds it into the projection, tells watchers; answers its stream id.
@@ -133,14 +140,10 @@ local function appendRecord(log, proj, changes, flat)
 end
 
 -- The inbox fence of workspace ws (0 when none): a write announced with a token at or
--- below it must be announced again (store/workspace-inbox.ts). A projection deleted by
--- hand loses its fences, so a write that found it missing (`rebuilt`) takes its own
--- token as fenced: announced again, its token is above every fence taken before.
-local function inboxFence(proj, ws, token, rebuilt)
-  if rebuilt then
-    return tonumber(token)
-  end
-  return tonumber(redis.call('HGET', proj, 'f:' .. ws) or '0')
+-- below it must be announced again (store/workspace-inbox.ts).
+local function inboxFence(proj, ws)
+  local fences = redis.call('HMGET', proj, 'f:' .. ws, 'f:*')
+  return math.max(tonumber(fences[1] or '0'), tonumber(fences[2] or '0'))
 end
 
 -- The workspace an offer's record names ('' for none, or an offer recorded before it).
