@@ -17,6 +17,8 @@ export default defineConfig({
       "test/store/list-read.test.ts",
       "test/rpc/settle.test.ts",
       "test/rpc/watch.test.ts",
+      "test/rpc/workspace-list.test.ts",
+      "test/rpc/workspace-watch.test.ts",
       "test/rpc/start.test.ts",
       "test/store/start-lock.test.ts",
       "test/rpc/start-settings.test.ts",

@@ -14,6 +14,7 @@ import { cpuSeconds, startNode } from "./measure.js";
 import { prepare } from "./prepare.js";
 import { measureStartConcurrency } from "./start-concurrency.js";
 import { measureWatchers } from "./watchers.js";
+import { measureWorkspaceInbox } from "./workspace-inbox.js";
 
 const WARMUP_MS = Number(process.env.BENCH_WARMUP_MS ?? 2_000);
 const WINDOW_MS = Number(process.env.BENCH_WINDOW_MS ?? 8_000);
@@ -191,6 +192,8 @@ async function main(): Promise<void> {
           data.watchSessions,
           data.watchOfferSessions,
         );
+        console.error("bench: a workspace inbox of 10,000 chats and 3,000 open suggestions");
+        extra.workspaceInbox = await measureWorkspaceInbox(address, server.pid, redis.url);
       }
       await server.stop();
     }
