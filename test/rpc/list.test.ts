@@ -20,6 +20,7 @@ import {
   ids,
   logRecords,
   offerOne,
+  projectionFold,
 } from "../support/lists.js";
 
 let clients: Clients;
@@ -193,7 +194,7 @@ test("deleting the projection gives the same answers, rebuilt from the stream", 
     p1,
     SuggestionState.DRAFTED,
   );
-  expect(await redis.hgetall(proj)).toEqual(cached);
+  expect(await projectionFold(redis, sessionId)).toEqual(cached);
 
   await redis.del(proj);
   const offered = await offerOne(clients, sessionId, "P4");

@@ -189,3 +189,15 @@ export function watch(clients: Clients, sessionId: string): WatchCapture {
     });
   return { messages, ended, waitFor, cancel: () => abort.abort() };
 }
+
+/**
+ * A session's projection hash without the inbox fences (`f:` fields), which are not
+ * part of the fold: a projection folded again from the first record sets `f:*`.
+ */
+export async function projectionFold(
+  redis: RedisClient,
+  sessionId: string,
+): Promise<Record<string, string>> {
+  const hash = await redis.hgetall(sessionKeys(sessionId).projection);
+  return Object.fromEntries(Object.entries(hash).filter(([field]) => !field.startsWith("f:")));
+}
