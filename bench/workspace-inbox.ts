@@ -24,7 +24,7 @@ import { cpuSeconds, startNode } from "./measure.js";
 const CHATS = 10_000;
 const OPEN = 3_000;
 const BLOCK = Number(process.env.BENCH_INBOX_BLOCK ?? 250);
-const ROUNDS = Number(process.env.BENCH_INBOX_ROUNDS ?? 12);
+const ROUNDS = Number(process.env.BENCH_INBOX_ROUNDS ?? 30);
 const IN_FLIGHT = 16;
 
 /** What it measured: server CPU µs per call of each arm, and the ratios the issue asks. */

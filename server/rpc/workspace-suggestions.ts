@@ -12,6 +12,7 @@ import { requireId } from "../domain/ids.js";
 import { decodePageToken, encodePageToken, inboxPageSize } from "../domain/inbox-page.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import type { WatchHub } from "../store/watch-hub.js";
+import { withInboxEncoding } from "./encoded-response.js";
 import { dependencyError } from "./errors.js";
 
 /** What the workspace inbox handlers need. */
@@ -43,10 +44,14 @@ export async function listWorkspaceSuggestions(
   } catch (err) {
     throw dependencyError(err, "the suggestion store");
   }
-  return create(ListWorkspaceSuggestionsResponseSchema, {
+  const response = create(ListWorkspaceSuggestionsResponseSchema, {
     suggestions: page.entries.map((e) => e.suggestion),
     nextPageToken: page.next === "" ? "" : encodePageToken(page.next),
   });
+  return withInboxEncoding(
+    response,
+    page.entries.map((e) => e.member),
+  );
 }
 
 /**

@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from "node:http2";
 import { create, type DescMessage, fromBinary, isMessage, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { encodingOf } from "../rpc/encoded-response.js";
 import { encodeGrpcMessage } from "./grpc-message.js";
 
 /*
@@ -12,8 +13,10 @@ import { encodeGrpcMessage } from "./grpc-message.js";
 
 /** A response message in its gRPC frame. */
 export function frameOf(schema: DescMessage, result: unknown): Buffer {
-  const output = isMessage(result, schema) ? result : create(schema, result as never);
-  const bytes = toBinary(schema, output);
+  // A handler may have attached the message's encoding (rpc/encoded-response.ts).
+  const bytes =
+    encodingOf(result) ??
+    toBinary(schema, isMessage(result, schema) ? result : create(schema, result as never));
   const frame = Buffer.allocUnsafe(5 + bytes.length);
   frame[0] = 0;
   frame.writeUInt32BE(bytes.length, 1);

@@ -1,9 +1,19 @@
+import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { Code } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import { expect, test } from "vitest";
 import type { Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import {
+  ListWorkspaceSuggestionsRequestSchema,
+  ListWorkspaceSuggestionsResponseSchema,
+  SuggestionService,
+} from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { encodePageToken } from "../../server/domain/inbox-page.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
+import { encodingOf } from "../../server/rpc/encoded-response.js";
+import { listWorkspaceSuggestions } from "../../server/rpc/workspace-suggestions.js";
+import type { SuggestServer } from "../../server/server.js";
 import { workspaceKeys } from "../../server/store/keys.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import {
@@ -17,7 +27,8 @@ import { ids, offerOne } from "../support/lists.js";
 
 let clients: Clients;
 let redis: RedisClient;
-useTestServer((env) => ({ clients, redis } = env));
+let server: SuggestServer;
+useTestServer((env) => ({ clients, redis, server } = env));
 
 /** Every page of a workspace's inbox, `size` at a time. */
 async function allPages(workspaceId: string, pageSize: number): Promise<Suggestion[][]> {
@@ -132,6 +143,27 @@ test("an offer stays in the workspace its chat had when it was made", async () =
   const alone = uniqueId();
   await putSession(clients, { sessionId: alone, workspaceId: "" });
   expect((await offerOne(clients, alone)).workspaceId).toBe("");
+});
+
+test("the gRPC fast path's cached encoding says what Connect JSON and connect-node's gRPC say", async () => {
+  const { workspaceId } = await workspaceWith(3, 3);
+  const request = { workspaceId, pageSize: 4 };
+  const fast = await clients.suggestions.listWorkspaceSuggestions(request);
+  const json = createClient(
+    SuggestionService,
+    createConnectTransport({ baseUrl: server.url, httpVersion: "1.1", useBinaryFormat: false }),
+  );
+  expect(fast.suggestions).toHaveLength(4);
+  expect(await json.listWorkspaceSuggestions(request)).toEqual(fast);
+  // The attached bytes decode to the very message they were attached to.
+  const direct = await listWorkspaceSuggestions(
+    { store: new SuggestionStore(redis) },
+    create(ListWorkspaceSuggestionsRequestSchema, request),
+  );
+  expect(
+    fromBinary(ListWorkspaceSuggestionsResponseSchema, encodingOf(direct) ?? new Uint8Array()),
+  ).toEqual(direct);
+  expect(direct).toEqual(fast);
 });
 
 test("page_size 0 is 50 and more than 500 is 500", async () => {
