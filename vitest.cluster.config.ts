@@ -24,6 +24,8 @@ export default defineConfig({
       "test/store/settlements-read.test.ts",
       "test/store/legacy-log.test.ts",
       "test/rpc/watch.test.ts",
+      "test/rpc/workspace-list.test.ts",
+      "test/rpc/workspace-watch.test.ts",
       "test/rpc/start.test.ts",
       "test/store/start-lock.test.ts",
       "test/rpc/start-settings.test.ts",

@@ -29,6 +29,7 @@ import { h2loadRow, type LoadShape, nodeRow, type RowSpec, type Watched } from "
 import { type Extra, extraRowsOf } from "./summary.js";
 import { measureTracingOff } from "./tracing-off.js";
 import { measureWatchers } from "./watchers.js";
+import { measureWorkspaceInbox } from "./workspace-inbox.js";
 
 const SHAPE: LoadShape = {
   connections: 4,
@@ -224,6 +225,10 @@ async function measureService(
   );
   extra.watchers = await step("10,000 idle watchers", () =>
     measureWatchers(address, server.pid, redis.url, data.watchSessions, data.watchOfferSessions),
+  );
+  extra.workspaceInbox = await step(
+    "a workspace inbox of 10,000 chats and 3,000 open suggestions",
+    () => measureWorkspaceInbox(address, server.pid, redis.url),
   );
   await server.stop();
   return rows;

@@ -7,6 +7,7 @@ import type { HistoryBenchResult } from "./history.js";
 import type { RedisBenchmarkFigure } from "./redis-floor.js";
 import { type ExtraRow, limitOf, type Row } from "./report.js";
 import type { TracingOffResult } from "./tracing-off.js";
+import type { WorkspaceInboxResult } from "./workspace-inbox.js";
 
 /** Everything measured outside the load windows; a step not run is absent. */
 export interface Extra {
@@ -19,6 +20,7 @@ export interface Extra {
   watchers?: Record<string, unknown> | undefined;
   history?: HistoryBenchResult | undefined;
   tracingOff?: TracingOffResult | undefined;
+  workspaceInbox?: WorkspaceInboxResult | undefined;
 }
 
 const n0 = (x: number) => Math.round(x).toLocaleString("en-US");
@@ -94,6 +96,23 @@ function tracingOffLine(t: TracingOffResult): ExtraRow {
   };
 }
 
+function inboxLines(w: WorkspaceInboxResult): ExtraRow[] {
+  return [
+    {
+      measure: "workspace inbox (10,000 chats, 3,000 open): first page vs one chat's List",
+      figure: `${n0(w.firstPageUs)} vs ${n0(w.listSuggestionsUs)} µs server CPU (${w.firstPageVsList.toFixed(2)}×)`,
+      target: "≤ 2×",
+      met: w.firstPageVsList <= 2,
+    },
+    {
+      measure: "an offer with the inbox vs without",
+      figure: `${n0(w.offerWithInboxUs)} vs ${n0(w.offerWithoutInboxUs)} µs server CPU (${w.offerWithVsWithout.toFixed(2)}×)`,
+      target: "≤ 1.2×",
+      met: w.offerWithVsWithout <= 1.2,
+    },
+  ];
+}
+
 function watchersLine(w: Record<string, unknown>): ExtraRow {
   const num = (key: string) => Number(w[key]);
   return {
@@ -112,5 +131,6 @@ export function extraRowsOf(extra: Extra, rows: readonly Row[], machineCores: nu
     ...(extra.history === undefined ? [] : [historyLine(extra.history)]),
     ...(extra.watchers === undefined ? [] : [watchersLine(extra.watchers)]),
     ...(extra.tracingOff === undefined ? [] : [tracingOffLine(extra.tracingOff)]),
+    ...(extra.workspaceInbox === undefined ? [] : inboxLines(extra.workspaceInbox)),
   ];
 }

@@ -9,6 +9,8 @@ import {
 } from "./redis/redis-server-process.js";
 import { parseRedisUrl, redact } from "./redis/redis-url.js";
 import { type SuggestServer, startSuggestServer } from "./server.js";
+import { rebuildInboxes } from "./store/inbox-rebuild.js";
+import { createRedisClient } from "./store/scripts.js";
 
 /**
  * The service's entry point, and the only module that reads the environment and
@@ -46,6 +48,7 @@ async function main(): Promise<void> {
       lock.noteRedis(privateRedis.pid);
       redisUrl = privateRedis.url;
     }
+    if (process.argv[2] === "rebuild-inbox") return await rebuildInboxCommand(redisUrl, release);
     server = await startSuggestServer({ ...config, redisUrl });
   } catch (err) {
     await release();
@@ -76,6 +79,16 @@ async function main(): Promise<void> {
   };
   process.once("SIGINT", () => void stop("SIGINT"));
   process.once("SIGTERM", () => void stop("SIGTERM"));
+}
+
+/** `main.js rebuild-inbox`: recreates the workspace inbox indexes from the logs, then exits. */
+async function rebuildInboxCommand(redisUrl: string, release: () => Promise<void>): Promise<void> {
+  const redis = createRedisClient(redisUrl);
+  const report = await rebuildInboxes(redis);
+  console.log(`rebuilt the inbox of ${report.announced} chat(s) from ${report.chats} log(s)`);
+  await redis.quit();
+  await release();
+  process.exit(0);
 }
 
 /** A start failure the operator can fix, as a ConfigError naming the variable. */

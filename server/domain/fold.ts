@@ -57,6 +57,7 @@ export function offeredSuggestion(sessionId: string, record: LogRecord): Suggest
     brief: f.brief ?? "",
     state: SuggestionState.OPEN,
     offeredAt: recordTime(record),
+    workspaceId: f.ws ?? "",
   });
 }
 

@@ -34,6 +34,8 @@ const GRANTS: Readonly<Record<Role, readonly string[]>> = {
     "/oda.suggest.v1.SuggestionService/RestoreSuggestion",
     "/oda.suggest.v1.SuggestionService/WatchSuggestions",
     "/oda.suggest.v1.SuggestionService/ListSettlements",
+    "/oda.suggest.v1.SuggestionService/ListWorkspaceSuggestions",
+    "/oda.suggest.v1.SuggestionService/WatchWorkspaceSuggestions",
   ],
   "host-admin": ["/oda.suggest.v1.ChatHostService/", "/oda.suggest.v1.LocalHostService/"],
 };

@@ -12,7 +12,7 @@ import {
   type SuggestTaskResponse,
   SuggestTaskResponseSchema,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
-import { checkOptionalId, checkRuntimeId } from "../domain/ids.js";
+import { checkOptionalId, checkRuntimeId, isValidId } from "../domain/ids.js";
 import { type Refusal, successLine } from "../domain/refusals.js";
 import { suggestTaskTool, type ToolSpec } from "../domain/tool-declaration.js";
 import { checkToolFields } from "../domain/tool-fields.js";
@@ -98,6 +98,8 @@ export async function suggestTask(
       sessionId,
       { id: (deps.newId ?? randomUUID)(), turnId, toolCallId, ...trimmed },
       refusal !== undefined,
+      // A workspace id the host should never give is recorded as none, not made a key.
+      isValidId(session.workspaceId) ? session.workspaceId : "",
     );
   } catch (err) {
     throw dependencyError(err, "the suggestion store");

@@ -1,4 +1,4 @@
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { ChatHost } from "../host/chat-host.js";
 import type { StartLocks } from "../store/start-locks.js";
@@ -11,6 +11,7 @@ import { startSuggestion } from "./start-suggestion.js";
 import { suggestTask } from "./suggest-task.js";
 import { watchSuggestions } from "./watch-suggestions.js";
 import { withdrawSuggestion } from "./withdraw-suggestion.js";
+import { listWorkspaceSuggestions, watchWorkspaceSuggestions } from "./workspace-suggestions.js";
 
 /** What the SuggestionService handlers share. */
 export interface SuggestionServiceDeps {
@@ -42,15 +43,8 @@ export function createSuggestionService(
     watchSuggestions: (request, context) => watchSuggestions(deps, request, context),
     withdrawSuggestion: (request) => withdrawSuggestion(deps, request),
     listSettlements: (request) => listSettlements(deps, request),
-    listWorkspaceSuggestions: () => notYet("ListWorkspaceSuggestions"),
-    // biome-ignore lint/correctness/useYield: it fails before its first message
-    watchWorkspaceSuggestions: async function* () {
-      notYet("WatchWorkspaceSuggestions");
-    },
+    listWorkspaceSuggestions: (request) => listWorkspaceSuggestions(deps, request),
+    watchWorkspaceSuggestions: (request, context) =>
+      watchWorkspaceSuggestions(deps, request, context),
   };
-}
-
-/** The contract's RPCs that this build does not serve yet. */
-function notYet(rpc: string): never {
-  throw new ConnectError(`${rpc} is not served yet`, Code.Unimplemented);
 }

@@ -3,8 +3,9 @@ import type { Settlement, Suggestion } from "../../gen/oda/suggest/v1/suggestion
 import { LAST_STREAM_ID } from "../domain/cursor.js";
 import { type LogRecord, parseEntries } from "../domain/fold.js";
 import { settlementOf, suggestionAfter } from "../domain/settlements.js";
-import { sessionKeys } from "./keys.js";
+import { sessionKeys, WORKSPACE_CHANNEL_PARTS } from "./keys.js";
 import type { ScriptReply } from "./scripts.js";
+import type { Fenced } from "./workspace-inbox.js";
 
 /** A withdrawal as the tool hands it to the store: fields already trimmed and checked. */
 export interface Withdrawal {
@@ -24,6 +25,7 @@ enum WithdrawStatus {
   Withdrawn = 0,
   Duplicate = 1,
   NoOpenOffer = 2,
+  Fenced = 3,
 }
 
 /** One `{ entry id, { field, value, ... } }` of a script's reply as a record. */
@@ -44,7 +46,8 @@ export async function withdrawOffer(
   redis: Redis | Cluster,
   sessionId: string,
   withdrawal: Withdrawal,
-): Promise<WithdrawOutcome> {
+  token: string,
+): Promise<WithdrawOutcome | Fenced> {
   const keys = sessionKeys(sessionId);
   const reply = await redis.withdraw(
     keys.log,
@@ -53,6 +56,8 @@ export async function withdrawOffer(
     withdrawal.title,
     withdrawal.reason,
     withdrawal.toolCallId,
+    token,
+    ...WORKSPACE_CHANNEL_PARTS,
   );
   const status = reply[0] as WithdrawStatus;
   switch (status) {
@@ -64,6 +69,8 @@ export async function withdrawOffer(
       };
     case WithdrawStatus.NoOpenOffer:
       return { kind: "no-open-offer" };
+    case WithdrawStatus.Fenced:
+      return { fenced: Number(reply[1]), workspaceId: String(reply[2]) };
     default:
       throw new Error(`withdraw script answered an unknown status ${String(reply[0])}`);
   }

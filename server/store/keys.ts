@@ -30,6 +30,50 @@ export function sessionKeys(sessionId: string): SessionKeys {
   };
 }
 
+/** A match pattern (SCAN, never KEYS) for every session's log, and the session it names. */
+export const SESSION_LOG_PATTERN = "suggest:{*}:log";
+
+/** The session id of a key that `SESSION_LOG_PATTERN` matched; undefined for another key. */
+export function sessionOfLogKey(key: string): string | undefined {
+  const match = /^suggest:\{([^{}]+)\}:log$/.exec(key);
+  return match?.[1];
+}
+
+/**
+ * The keys of one workspace's inbox index (see store/workspace-inbox.ts): a cache of
+ * which chats hold open offers of the workspace, deletable and rebuilt from the logs.
+ * They carry the workspace's own hash tag `{ws:<id>}`, so no script ever touches them
+ * together with a session's keys (test/store/cross-slot.test.ts). Workspace ids follow
+ * the session id rule, checked before they reach this module.
+ */
+export interface WorkspaceKeys {
+  /** Sorted set (every score 0, ordered by member): one `inboxMember` per open offer. */
+  readonly offers: string;
+  /** Hash: `seq` (the last token), `t:<session>` (its token), `m:<session>` (its members). */
+  readonly chats: string;
+  /** Set of sessions announced and not yet read back from their logs. */
+  readonly pending: string;
+  /** Hash: member → its offer's record as read from the log (JSON `[entry id, fields]`). */
+  readonly docs: string;
+  /** The pub/sub channel told after every change in a chat of the workspace. */
+  readonly changes: string;
+}
+
+/** The two parts around the workspace id in its `changes` channel. */
+export const WORKSPACE_CHANNEL_PARTS = ["inbox:{ws:", "}:changes"] as const;
+
+/** The keys of one workspace's inbox index. */
+export function workspaceKeys(workspaceId: string): WorkspaceKeys {
+  const tag = `{ws:${workspaceId}}`;
+  return {
+    offers: `inbox:${tag}:offers`,
+    chats: `inbox:${tag}:chats`,
+    pending: `inbox:${tag}:pending`,
+    docs: `inbox:${tag}:docs`,
+    changes: `${WORKSPACE_CHANNEL_PARTS[0]}${workspaceId}${WORKSPACE_CHANNEL_PARTS[1]}`,
+  };
+}
+
 /** The single-flight lock of one Start of (session, suggestion). */
 export function startLockKey(sessionId: string, suggestionId: string): string {
   return `suggest:{${sessionId}}:start:${suggestionId}`;

@@ -84,6 +84,26 @@ declare module "ioredis" {
     settlements(log: string, projection: string, after: string): Result<ScriptReply, Context>;
     /** lua/readLists-2.lua: `{ version, offer, settlement, ... }`. */
     readLists(log: string, projection: string): Result<ScriptReply, Context>;
+    /** lua/announce-2.lua: the chat's new inbox token. */
+    announce(chats: string, pending: string, ...argv: string[]): Result<number, Context>;
+    /** lua/inboxPage-4.lua: `{ pending, members, docs }`. */
+    inboxPage(
+      offers: string,
+      chats: string,
+      pending: string,
+      docs: string,
+      ...argv: string[]
+    ): Result<ScriptReply, Context>;
+    /** lua/inboxPut-4.lua: 1 written, 0 not. */
+    inboxPut(
+      offers: string,
+      chats: string,
+      pending: string,
+      docs: string,
+      ...argv: string[]
+    ): Result<number, Context>;
+    /** lua/inboxChat-2.lua: `{ position, offer, ... }`. */
+    inboxChat(log: string, projection: string, ...argv: string[]): Result<ScriptReply, Context>;
     /** lua/extendLock-1.lua: 1 when the caller still holds the lock. */
     extendLock(lock: string, token: string, ttlMs: string): Result<number, Context>;
     /** lua/releaseLock-2.lua: 1 when the caller held the lock. */

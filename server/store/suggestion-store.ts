@@ -21,8 +21,9 @@ import {
   type WithdrawOutcome,
   withdrawOffer,
 } from "./agent-settlements.js";
-import { sessionKeys } from "./keys.js";
+import { sessionKeys, WORKSPACE_CHANNEL_PARTS, workspaceKeys } from "./keys.js";
 import type { ScriptReply } from "./scripts.js";
+import { announced, type Fenced, WorkspaceInbox } from "./workspace-inbox.js";
 
 /** An offer as the tool hands it to the store: fields already trimmed and checked. */
 export interface NewOffer {
@@ -47,6 +48,7 @@ enum OfferStatus {
   OpenLimit = 3,
   TurnLimit = 4,
   Checked = 5,
+  Fenced = 6,
 }
 
 /** What the atomic settle step answered; mirrors the status codes of lua/settle-3.lua. */
@@ -60,8 +62,14 @@ export interface SettleOutcome {
 
 const SETTLE_KINDS = ["recorded", "already", "not-found", "not-open", "open-limit"] as const;
 
-/** Reads the reply of lua/settle-3.lua. */
-function settleOutcome(reply: ScriptReply): SettleOutcome {
+/** The ARGV of lua/settle-3.lua: the workspace channel's parts let it tell the inbox. */
+function settleArgs(suggestionId: string, outcome: Outcome, chatId: string, token: string) {
+  return [suggestionId, outcome, chatId, String(OPEN_LIMIT), token, ...WORKSPACE_CHANNEL_PARTS];
+}
+
+/** Reads the reply of lua/settle-3.lua; status 5 (the inbox fenced the token) as `Fenced`. */
+function settleOutcome(reply: ScriptReply): SettleOutcome | Fenced {
+  if (reply[0] === 5) return { fenced: Number(reply[3]), workspaceId: String(reply[4]) };
   const kind = SETTLE_KINDS[reply[0] as number];
   if (kind === undefined) {
     throw new Error(`settle script answered an unknown status ${String(reply[0])}`);
@@ -100,15 +108,49 @@ function snapshotOf(sessionId: string, reply: ScriptReply): ListsSnapshot {
  * cache the scripts keep and rebuild (see lua/includes/projection.lua).
  */
 export class SuggestionStore {
-  constructor(readonly redis: Redis | Cluster) {}
+  /** The workspace inbox the offers and restores announce themselves in. */
+  readonly inbox: WorkspaceInbox;
+
+  /** @param inbox the inbox to announce in; tests pass one that fails between steps. */
+  constructor(
+    readonly redis: Redis | Cluster,
+    inbox?: WorkspaceInbox,
+  ) {
+    this.inbox = inbox ?? new WorkspaceInbox(redis);
+  }
 
   /**
-   * The quota checks and the append as one atomic step, in one round trip. With
-   * `checkOnly` (the fields are invalid) it only says whether the quotas would allow an
-   * offer, so that quota refusals still come before field refusals.
+   * The quota checks and the append as one atomic step. With `checkOnly` (the fields are
+   * invalid) it only says whether the quotas would allow an offer, so that quota refusals
+   * still come before field refusals. With a workspace (the host's, for the chat) the
+   * offer records it, and the chat is announced in the workspace's inbox first
+   * (store/workspace-inbox.ts): one more round trip.
    */
-  async offer(sessionId: string, offer: NewOffer, checkOnly: boolean): Promise<OfferOutcome> {
+  async offer(
+    sessionId: string,
+    offer: NewOffer,
+    checkOnly: boolean,
+    workspaceId = "",
+  ): Promise<OfferOutcome> {
+    if (checkOnly || workspaceId === "") {
+      // No token: the script cannot answer fenced.
+      return (await this.#offer(sessionId, offer, checkOnly, "", "")) as OfferOutcome;
+    }
+    return announced(this.inbox, workspaceId, sessionId, (token) =>
+      this.#offer(sessionId, offer, false, workspaceId, token),
+    );
+  }
+
+  async #offer(
+    sessionId: string,
+    offer: NewOffer,
+    checkOnly: boolean,
+    workspaceId: string,
+    token: string,
+  ): Promise<OfferOutcome | Fenced> {
     const keys = sessionKeys(sessionId);
+    const inbox =
+      workspaceId === "" ? [] : [workspaceId, token, workspaceKeys(workspaceId).changes];
     const reply = await this.redis.offer(
       keys.log,
       keys.projection,
@@ -122,6 +164,7 @@ export class SuggestionStore {
       checkOnly ? "check" : "append",
       String(LIFETIME_LIMIT),
       String(OPEN_LIMIT),
+      ...inbox,
     );
     const status = reply[0] as OfferStatus;
     switch (status) {
@@ -140,6 +183,8 @@ export class SuggestionStore {
         return { kind: "turn-limit" };
       case OfferStatus.Checked:
         return { kind: "quota-ok" };
+      case OfferStatus.Fenced:
+        return { fenced: Number(reply[1]), workspaceId };
       default:
         throw new Error(`offer script answered an unknown status ${String(reply[0])}`);
     }
@@ -158,16 +203,16 @@ export class SuggestionStore {
     chatId = "",
   ): Promise<SettleOutcome> {
     const keys = sessionKeys(sessionId);
-    const reply = await this.redis.settle(
-      keys.log,
-      keys.projection,
-      keys.changes,
-      suggestionId,
-      outcome,
-      chatId,
-      String(OPEN_LIMIT),
+    return this.#announcedSettle(sessionId, async (token) =>
+      settleOutcome(
+        await this.redis.settle(
+          keys.log,
+          keys.projection,
+          keys.changes,
+          ...settleArgs(suggestionId, outcome, chatId, token),
+        ),
+      ),
     );
-    return settleOutcome(reply);
   }
 
   /**
@@ -182,32 +227,46 @@ export class SuggestionStore {
     chatId = "",
   ): Promise<{ readonly outcome: SettleOutcome; readonly lists: SuggestionLists }> {
     const keys = sessionKeys(sessionId);
-    const replies = await this.redis
-      .multi()
-      .settle(
-        keys.log,
-        keys.projection,
-        keys.changes,
-        suggestionId,
-        outcome,
-        chatId,
-        String(OPEN_LIMIT),
-      )
-      .readLists(keys.log, keys.projection)
-      .exec();
-    if (replies === null) throw new Error("the settle transaction was discarded");
-    const [[settleErr, settleReply] = [], [readErr, readReply] = []] = replies;
-    if (settleErr) throw settleErr;
-    if (readErr) throw readErr;
-    return {
-      outcome: settleOutcome(settleReply as ScriptReply),
-      lists: snapshotOf(sessionId, readReply as ScriptReply).lists,
-    };
+    return this.#announcedSettle(sessionId, async (token) => {
+      const replies = await this.redis
+        .multi()
+        .settle(
+          keys.log,
+          keys.projection,
+          keys.changes,
+          ...settleArgs(suggestionId, outcome, chatId, token),
+        )
+        .readLists(keys.log, keys.projection)
+        .exec();
+      if (replies === null) throw new Error("the settle transaction was discarded");
+      const [[settleErr, settleReply] = [], [readErr, readReply] = []] = replies;
+      if (settleErr) throw settleErr;
+      if (readErr) throw readErr;
+      const settled = settleOutcome(settleReply as ScriptReply);
+      if ("fenced" in settled) return settled;
+      return { outcome: settled, lists: snapshotOf(sessionId, readReply as ScriptReply).lists };
+    });
+  }
+
+  /**
+   * A settlement changes the inbox of its offer's workspace, so its chat is announced
+   * there first, as an offer's is: the script refuses a settlement of an offer of a
+   * workspace without a fresh token and names the workspace (status 5), and it is sent
+   * again after the announcement. Offers of no workspace settle in one call.
+   */
+  async #announcedSettle<T>(
+    sessionId: string,
+    run: (token: string) => Promise<T | Fenced>,
+  ): Promise<T> {
+    return announced(this.inbox, "", sessionId, run);
   }
 
   /** withdraw_suggestion's atomic step (`withdrawOffer`, lua/withdraw-3.lua). */
   withdraw(sessionId: string, withdrawal: Withdrawal): Promise<WithdrawOutcome> {
-    return withdrawOffer(this.redis, sessionId, withdrawal);
+    // Announced in the offer's workspace first, as every settlement is.
+    return announced(this.inbox, "", sessionId, (token) =>
+      withdrawOffer(this.redis, sessionId, withdrawal, token),
+    );
   }
 
   /** The accepted settlements after a checked cursor (`settlementsAfter`). */

@@ -1,15 +1,23 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { SuggestionLists } from "../domain/fold.js";
-import { sessionKeys } from "./keys.js";
+import { INBOX_PAGE_SIZE_DEFAULT } from "../domain/inbox-page.js";
+import { sessionKeys, workspaceKeys } from "./keys.js";
 import type { ChannelListener, PubSub } from "./pubsub.js";
-import type { ListsSnapshot as Snapshot, SuggestionStore } from "./suggestion-store.js";
+import type { SuggestionStore } from "./suggestion-store.js";
+import type { InboxEntry } from "./workspace-inbox.js";
+
+/** What a topic's read gives: equal versions, equal values (not sent twice). */
+interface Snapshot<T = unknown> {
+  readonly version: string;
+  readonly value: T;
+}
 
 /**
  * One watcher's mailbox. It keeps only the newest lists it has not taken yet, so a slow
  * client skips lists that are already stale instead of queueing them without bound.
  */
-class Watcher {
-  #pending: Snapshot | undefined;
+class Watcher<T = unknown> {
+  #pending: Snapshot<T> | undefined;
   #version: string | undefined;
   #failed = false;
   #error: unknown;
@@ -17,7 +25,7 @@ class Watcher {
   #wake: (() => void) | undefined;
 
   /** Offers lists; the same version as the last one offered is not sent twice. */
-  offer(snapshot: Snapshot): void {
+  offer(snapshot: Snapshot<T>): void {
     if (this.#ended || snapshot.version === this.#version) return;
     this.#version = snapshot.version;
     this.#pending = snapshot;
@@ -40,7 +48,7 @@ class Watcher {
   }
 
   /** The next lists to send; undefined once ended. */
-  async next(): Promise<Snapshot | undefined> {
+  async next(): Promise<Snapshot<T> | undefined> {
     for (;;) {
       if (this.#failed) throw this.#error;
       if (this.#ended) return undefined;
@@ -57,12 +65,13 @@ class Watcher {
   }
 }
 
-/** The local watchers of one session and the state of its one subscription. */
+/** The local watchers of one channel (a session's, a workspace's) and its one subscription. */
 interface SessionWatch {
-  readonly sessionId: string;
   readonly channel: string;
+  /** Reads what the watchers of this channel are sent. */
+  readonly read: () => Promise<Snapshot>;
   readonly watchers: Set<Watcher>;
-  /** Hears the session's changes on the shared subscriber. */
+  /** Hears the channel's changes on the shared subscriber. */
   readonly listener: ChannelListener;
   /** Settles once Redis has acknowledged the SUBSCRIBE. */
   subscribed: Promise<unknown>;
@@ -80,7 +89,9 @@ interface SessionWatch {
  * watcher and unsubscribed when the last one leaves; on a message the lists are read
  * once and handed to every local watcher of that session, and a burst of messages that
  * arrives during a read costs one more read, not one per message. Pinned by
- * test/rpc/watch.test.ts and test/e2e/watch-scale.test.ts.
+ * test/rpc/watch.test.ts and test/e2e/watch-scale.test.ts. A workspace's inbox is
+ * watched the same way, on the workspace's channel, which every script that changes a
+ * chat of the workspace tells (test/rpc/workspace-watch.test.ts).
  */
 export class WatchHub {
   readonly #store: SuggestionStore;
@@ -108,9 +119,36 @@ export class WatchHub {
    * end it cleanly. A Redis failure ends it with UNAVAILABLE.
    */
   async *watch(sessionId: string, signal: AbortSignal): AsyncGenerator<SuggestionLists, void> {
+    const read = async () => {
+      const { version, lists } = await this.#store.snapshot(sessionId);
+      return { version, value: lists };
+    };
+    yield* this.#watchChannel(sessionKeys(sessionId).changes, read, signal);
+  }
+
+  /**
+   * The first page of a workspace's inbox: at once, then after every change in a chat
+   * of the workspace (made through any instance), ending as `watch` does.
+   */
+  async *watchWorkspace(
+    workspaceId: string,
+    signal: AbortSignal,
+  ): AsyncGenerator<InboxEntry[], void> {
+    const read = async () => {
+      const { entries } = await this.#store.inbox.page(workspaceId, INBOX_PAGE_SIZE_DEFAULT, "");
+      return { version: entries.map((e) => e.member).join(" "), value: entries };
+    };
+    yield* this.#watchChannel(workspaceKeys(workspaceId).changes, read, signal);
+  }
+
+  async *#watchChannel<T>(
+    channel: string,
+    read: () => Promise<Snapshot<T>>,
+    signal: AbortSignal,
+  ): AsyncGenerator<T, void> {
     if (this.#closed) throw new ConnectError("the server is shutting down", Code.Unavailable);
-    const watcher = new Watcher();
-    const session = this.#join(sessionId, watcher);
+    const watcher = new Watcher<T>();
+    const session = this.#join(channel, read, watcher as Watcher);
     const end = () => watcher.end();
     signal.addEventListener("abort", end);
     if (signal.aborted) end();
@@ -118,11 +156,11 @@ export class WatchHub {
       for (;;) {
         const snapshot = await watcher.next();
         if (snapshot === undefined) return;
-        yield snapshot.lists;
+        yield snapshot.value;
       }
     } finally {
       signal.removeEventListener("abort", end);
-      this.#leave(session, watcher);
+      this.#leave(session, watcher as Watcher);
     }
   }
 
@@ -139,15 +177,14 @@ export class WatchHub {
     this.#sessions.clear();
   }
 
-  #join(sessionId: string, watcher: Watcher): SessionWatch {
-    const channel = sessionKeys(sessionId).changes;
+  #join(channel: string, read: () => Promise<Snapshot>, watcher: Watcher): SessionWatch {
     let session = this.#sessions.get(channel);
     if (session === undefined) {
       const created: SessionWatch = {
-        sessionId,
         channel,
+        read,
         watchers: new Set(),
-        // Every message, and every resync after a lost connection, reads the lists again.
+        // Every message, and every resync after a lost connection, reads again.
         listener: { message: () => this.#refresh(created), resync: () => this.#refresh(created) },
         subscribed: Promise.resolve(),
         refreshing: false,
@@ -193,8 +230,8 @@ export class WatchHub {
       await session.subscribed;
       do {
         session.again = false;
-        // O(offers) through the projection, however long the session's history.
-        const snapshot = await this.#store.snapshot(session.sessionId);
+        // A session: O(offers) through the projection, however long its history.
+        const snapshot = await session.read();
         for (const watcher of session.watchers) watcher.offer(snapshot);
       } while (session.again && session.watchers.size > 0);
     } catch (err) {

@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from "node:http2";
 import { create, type DescMessage, isMessage, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { encodingOf } from "../codec/encoded-message.js";
 import { encodeGrpcMessage } from "./grpc-message.js";
 import { parseRequestMessage } from "./request-message.js";
 
@@ -13,8 +14,10 @@ import { parseRequestMessage } from "./request-message.js";
 
 /** A response message in its gRPC frame. */
 export function frameOf(schema: DescMessage, result: unknown): Buffer {
-  const output = isMessage(result, schema) ? result : create(schema, result as never);
-  const bytes = toBinary(schema, output);
+  // A handler may have attached the message's encoding (codec/encoded-message.ts).
+  const bytes =
+    encodingOf(result) ??
+    toBinary(schema, isMessage(result, schema) ? result : create(schema, result as never));
   const frame = Buffer.allocUnsafe(5 + bytes.length);
   frame[0] = 0;
   frame.writeUInt32BE(bytes.length, 1);

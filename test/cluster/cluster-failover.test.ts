@@ -7,7 +7,7 @@ import {
 } from "../../gen/grpc/health/v1/health_pb.js";
 import { AgentRole } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { ListSuggestionsResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
-import { sessionKeys } from "../../server/store/keys.js";
+import { sessionKeys, workspaceKeys } from "../../server/store/keys.js";
 import { putSession, uniqueId } from "../support/harness.js";
 import { ids, watch } from "../support/lists.js";
 import {
@@ -38,10 +38,22 @@ async function sessionOn(node: ClusterNode): Promise<string> {
   }
 }
 
+/**
+ * A workspace whose inbox index lives on `node`: an offer or settlement in a chat of a
+ * workspace announces the chat in its index first, so it needs that node too.
+ */
+async function workspaceOn(node: ClusterNode): Promise<string> {
+  for (;;) {
+    const workspaceId = uniqueId("ws");
+    const slot = await cluster.keySlot(workspaceKeys(workspaceId).chats);
+    if ((await cluster.nodeOfSlot(slot)) === node) return workspaceId;
+  }
+}
+
 /** A session in a workspace with three offers: one dismissed, one started, one open. */
 async function busySession(node: ClusterNode): Promise<ListSuggestionsResponse> {
   const sessionId = await sessionOn(node);
-  await putSession(t.clients, { sessionId });
+  await putSession(t.clients, { sessionId, workspaceId: await workspaceOn(node) });
   const [a, b] = [
     await offerOne(t.clients, sessionId, "A"),
     await offerOne(t.clients, sessionId, "B"),
@@ -153,8 +165,9 @@ test("when the node that carries a server's subscriptions dies, its watchers are
   await first.waitFor(() => true);
   // The node the watch hub's subscriber is connected to, by its connection name.
   const carrier = await subscriberNode();
-  const sessionId = await sessionOn(cluster.nodes.find((n) => n !== carrier) as ClusterNode);
-  await putSession(t.clients, { sessionId });
+  const live = cluster.nodes.find((n) => n !== carrier) as ClusterNode;
+  const sessionId = await sessionOn(live);
+  await putSession(t.clients, { sessionId, workspaceId: await workspaceOn(live) });
   const w = watch(t.clients, sessionId);
   await w.waitFor(() => true);
 

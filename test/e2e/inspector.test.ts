@@ -103,11 +103,9 @@ describe.skipIf(browserSkipReason !== undefined)(
       const sessionId = await openChat(page, open.url);
       // No AUTH_TOKENS: no token is asked for.
       expect(await page.locator("#token-form").isHidden()).toBe(true);
-      // The inbox RPC is not served yet: the page says so and offers the chat-id view.
-      await expect(page.locator("#inbox-note").textContent()).resolves.toContain(
-        "ListWorkspaceSuggestions is not served yet",
-      );
-      expect(await page.locator("#inbox").isHidden()).toBe(true);
+      // The service serves the workspace inbox: the page shows it beside the chat view.
+      expect(await page.locator("#inbox").isHidden()).toBe(false);
+      expect(await page.locator("#inbox-note").isHidden()).toBe(true);
 
       // An offer made over gRPC appears without a reload.
       await offer(grpc, {

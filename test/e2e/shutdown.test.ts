@@ -23,7 +23,8 @@ function unavailableOrCode(err: unknown): Code {
   return /NGHTTP2_REFUSED_STREAM/.test(error.rawMessage) ? Code.Unavailable : error.code;
 }
 
-const RECORD_FIELDS = ["type", "id", "turn", "call", "title", "tldr", "brief", "time"];
+// An offer in a chat of a workspace records it too (`ws`).
+const RECORD_FIELDS = ["type", "id", "turn", "call", "title", "tldr", "brief", "time", "ws"];
 
 test("SIGTERM under a steady stream of calls: each completes or is UNAVAILABLE, and it exits 0 within the grace", async () => {
   const redisServer = await ownRedis();

@@ -87,6 +87,10 @@ function everyCall(token: string | undefined, sessionId: string) {
         args: { title: "T", reason: "R" },
       }),
     ListSettlements: () => c.suggestions.listSettlements({ sessionId, after: "" }),
+    ListWorkspaceSuggestions: () => c.suggestions.listWorkspaceSuggestions({ workspaceId: "ws" }),
+    WatchWorkspaceSuggestions: async () => {
+      for await (const _ of c.suggestions.watchWorkspaceSuggestions({ workspaceId: "ws" })) return;
+    },
     GetSession: () => c.host.getSession({ sessionId }),
     PutSession: () =>
       c.local.putSession({ session: { sessionId, workspaceId: "ws", folder: FolderKind.NORMAL } }),
@@ -105,6 +109,8 @@ const ALLOWED: Record<keyof typeof TOKENS, readonly string[]> = {
     "RestoreSuggestion",
     "WatchSuggestions",
     "ListSettlements",
+    "ListWorkspaceSuggestions",
+    "WatchWorkspaceSuggestions",
   ],
   "host-admin": ["GetSession", "PutSession", "GetChat"],
 };

@@ -90,6 +90,7 @@ describe("one Start is one trace: the caller's, the RPC span, the host and Redis
     expect(parentOf(script("createChat"))).toBe(createChat.spanContext().spanId);
     expect(parentOf(script("postMessage"))).toBe(postMessage.spanContext().spanId);
     expect(parentOf(script("releaseLock"))).toBe(rpc.spanContext().spanId);
+    expect(parentOf(script("announce"))).toBe(rpc.spanContext().spanId);
     expect(script("createChat").attributes["db.system.name"]).toBe("redis");
 
     // Nothing else in the trace, and every span of it under the RPC span.
@@ -105,6 +106,8 @@ describe("one Start is one trace: the caller's, the RPC span, the host and Redis
       `${HOST}/GetSession`,
       `${HOST}/PostMessage`,
       START,
+      // The chat is announced in its workspace's inbox before the settlement.
+      "redis announce",
       "redis createChat",
       "redis postMessage",
       "redis readLists",

@@ -12,6 +12,7 @@ import {
   failureOf,
   ids,
   logRecords,
+  projectionFold,
 } from "../support/lists.js";
 import { useTestServer } from "../support/server-fixture.js";
 import { offerOne } from "../support/suggest.js";
@@ -177,7 +178,7 @@ test("deleting the projection gives the same answers, rebuilt from the stream", 
   await t.clients.suggestions.restoreSuggestion(req(sessionId, p0));
   await t.clients.suggestions.dismissSuggestion(req(sessionId, p3));
   const proj = sessionKeys(sessionId).projection;
-  const cached = await t.redis.hgetall(proj);
+  const cached = await projectionFold(t.redis, sessionId);
   const lists = await list(sessionId);
 
   await t.redis.del(proj);
@@ -188,7 +189,7 @@ test("deleting the projection gives the same answers, rebuilt from the stream", 
     p1,
     SuggestionState.DRAFTED,
   );
-  expect(await t.redis.hgetall(proj)).toEqual(cached);
+  expect(await projectionFold(t.redis, sessionId)).toEqual(cached);
 
   await t.redis.del(proj);
   const offered = await offerOne(t.clients, sessionId, "P4");

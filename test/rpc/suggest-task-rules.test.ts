@@ -51,6 +51,7 @@ describe("a recorded offer", () => {
       brief: "Find why login.test.ts fails intermittently and fix it.",
       state: SuggestionState.OPEN,
       chatId: "",
+      workspaceId: "ws-1",
     });
     expect(res.suggestion?.id).not.toBe("");
     expect(res.suggestion?.offeredAt).toBeDefined();
@@ -66,6 +67,7 @@ describe("a recorded offer", () => {
         tldr: "It fails one run in ten.",
         brief: "Find why login.test.ts fails intermittently and fix it.",
         time: expect.stringMatching(/^\d{13}$/),
+        ws: "ws-1",
       },
     ]);
   });

@@ -6,6 +6,8 @@ import { AgentRole } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { subscriberConnection } from "../../server/redis/redis-client.js";
 import type { RedisServerProcess } from "../../server/redis/redis-server-process.js";
 import { startRedisServer } from "../../server/redis/redis-server-process.js";
+import { rebuildInboxes } from "../../server/store/inbox-rebuild.js";
+import { workspaceKeys } from "../../server/store/keys.js";
 import { PubSub } from "../../server/store/pubsub.js";
 import { loadScripts } from "../../server/store/scripts.js";
 import { StartLocks } from "../../server/store/start-locks.js";
@@ -16,6 +18,9 @@ import { useOwnRedis, useTestServer } from "../support/server-fixture.js";
 import { offerOne } from "../support/suggest.js";
 
 /*
+ * The workspace inbox's keys carry the workspace's own tag `{ws:<id>}`: no script or
+ * transaction touches them together with a session's (inboxFlow below runs them all).
+ *
  * Redis Cluster runs a script, a transaction or a multi-key command only when all its
  * keys hash to one slot; one Redis runs them anyway. So the full flow runs here on one
  * Redis of this test's own, under MONITOR, and every command it sent (scripts, the
@@ -90,6 +95,7 @@ async function fullFlow(): Promise<void> {
   await offerOne(clients, chatId, "From the started chat");
   w.cancel();
   await w.ended;
+  await inboxFlow(clients);
   // A lock held long enough to be renewed, then released.
   const redis = redisClient(flow.url);
   const pubsub = new PubSub(() => subscriberConnection(redis));
@@ -100,6 +106,61 @@ async function fullFlow(): Promise<void> {
   await turn.lock.release("released");
   await pubsub.close();
   redis.disconnect();
+}
+
+/**
+ * The workspace inbox: offers in two chats of one workspace announced in its index,
+ * the index read page by page (pending chats fenced and read back, settled members
+ * dropped), watched, deleted and rebuilt with SCAN from the logs.
+ */
+async function inboxFlow(clients: ReturnType<typeof grpcClients>): Promise<void> {
+  const workspaceId = uniqueId("ws");
+  const chats = [uniqueId(), uniqueId()];
+  const inbox = watchInbox(clients, workspaceId);
+  for (const sessionId of chats) {
+    await putSession(clients, { sessionId, workspaceId });
+    await offerOne(clients, sessionId, "One");
+    await offerOne(clients, sessionId, "Two");
+  }
+  const first = await clients.suggestions.listWorkspaceSuggestions({ workspaceId, pageSize: 3 });
+  await clients.suggestions.listWorkspaceSuggestions({
+    workspaceId,
+    pageToken: first.nextPageToken,
+  });
+  const [a, b] = first.suggestions;
+  await clients.suggestions.dismissSuggestion({
+    sessionId: a?.sessionId ?? "",
+    suggestionId: a?.id ?? "",
+  });
+  await clients.suggestions.draftSuggestion({
+    sessionId: b?.sessionId ?? "",
+    suggestionId: b?.id ?? "",
+  });
+  await clients.suggestions.listWorkspaceSuggestions({ workspaceId });
+  await clients.suggestions.restoreSuggestion({
+    sessionId: a?.sessionId ?? "",
+    suggestionId: a?.id ?? "",
+  });
+  const redis = redisClient(flow.url);
+  const keys = workspaceKeys(workspaceId);
+  await redis.del(keys.offers, keys.chats, keys.pending);
+  await rebuildInboxes(redis);
+  redis.disconnect();
+  await clients.suggestions.listWorkspaceSuggestions({ workspaceId });
+  inbox.abort();
+  await inbox.ended;
+}
+
+/** WatchWorkspaceSuggestions until aborted. */
+function watchInbox(clients: ReturnType<typeof grpcClients>, workspaceId: string) {
+  const abort = new AbortController();
+  const ended = (async () => {
+    for await (const _ of clients.suggestions.watchWorkspaceSuggestions(
+      { workspaceId },
+      { signal: abort.signal },
+    ));
+  })().catch(() => undefined);
+  return { ended, abort: () => abort.abort() };
 }
 
 /** The keys of one command, as Redis finds them; none for keyless commands. */

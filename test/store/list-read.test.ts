@@ -6,7 +6,7 @@ import type { RedisClient } from "../../server/redis/redis-client.js";
 import { sessionKeys } from "../../server/store/keys.js";
 import { type ListsSnapshot, SuggestionStore } from "../../server/store/suggestion-store.js";
 import { redisClient, uniqueId } from "../support/harness.js";
-import { appendRaw } from "../support/lists.js";
+import { appendRaw, projectionFold } from "../support/lists.js";
 
 /*
  * The service reads the lists through the projection (lua/readLists-2.lua and
@@ -171,10 +171,10 @@ test("on random logs the projection's lists equal the fold of the whole stream",
         // Kept step by step, the projection is the one a rebuild from the stream makes.
         const proj = sessionKeys(sessionId).projection;
         await store.snapshot(sessionId);
-        const kept = await redis.hgetall(proj);
+        const kept = await projectionFold(redis, sessionId);
         await redis.del(proj);
         expect(await store.snapshot(sessionId)).toEqual(await reference(sessionId));
-        expect(await redis.hgetall(proj)).toEqual(kept);
+        expect(await projectionFold(redis, sessionId)).toEqual(kept);
       } finally {
         const keys = sessionKeys(sessionId);
         await redis.del(keys.log, keys.projection);
@@ -202,14 +202,14 @@ test("a projection written before the offer order and settlements were kept is f
   await store.settle(sessionId, "o2", "drafted");
   await store.settle(sessionId, "o3", "dismissed");
   const proj = sessionKeys(sessionId).projection;
-  const current = await redis.hgetall(proj);
+  const current = await projectionFold(redis, sessionId);
   // The previous format: the same hash without `v`, `i:<n>` and `a:<id>`.
   const newer = Object.keys(current).filter((f) => f === "v" || /^[ia]:/.test(f));
   expect(newer).toEqual(expect.arrayContaining(["v", "i:1", "i:2", "i:3", "a:o2", "a:o3"]));
   await redis.hdel(proj, ...newer);
 
   expect(await store.snapshot(sessionId)).toEqual(await reference(sessionId));
-  expect(await redis.hgetall(proj)).toEqual(current);
+  expect(await projectionFold(redis, sessionId)).toEqual(current);
   const keys = sessionKeys(sessionId);
   await redis.del(keys.log, keys.projection);
 });

@@ -25,15 +25,19 @@ function scriptsFolder(files: Record<string, string>): URL {
 test("the service's scripts: each named by its file, with its number of keys", () => {
   const scripts = Object.fromEntries(loadScripts().map((s) => [s.name, s.numberOfKeys]));
   expect(scripts).toEqual({
-    offer: 3,
-    settle: 3,
-    readLists: 2,
-    extendLock: 1,
-    releaseLock: 2,
     createChat: 2,
-    postMessage: 3,
+    settle: 3,
     withdraw: 3,
     settlements: 2,
+    offer: 3,
+    extendLock: 1,
+    postMessage: 3,
+    inboxPage: 4,
+    readLists: 2,
+    announce: 2,
+    releaseLock: 2,
+    inboxChat: 2,
+    inboxPut: 4,
   });
 });
 

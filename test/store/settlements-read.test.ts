@@ -8,7 +8,7 @@ import type { RedisClient } from "../../server/redis/redis-client.js";
 import { sessionKeys } from "../../server/store/keys.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { redisClient, uniqueId } from "../support/harness.js";
-import { appendRaw } from "../support/lists.js";
+import { appendRaw, projectionFold } from "../support/lists.js";
 
 /*
  * ListSettlements reads through the projection (lua/settlements-2.lua): the records after
@@ -101,10 +101,10 @@ test("on random logs ListSettlements' reading equals the fold of the whole strea
         }
         // Kept step by step, the projection is the one a rebuild from the stream makes.
         const proj = sessionKeys(sessionId).projection;
-        const kept = await redis.hgetall(proj);
+        const kept = await projectionFold(redis, sessionId);
         await redis.del(proj);
         await expectSameSettlements(sessionId);
-        expect(await redis.hgetall(proj)).toEqual(kept);
+        expect(await projectionFold(redis, sessionId)).toEqual(kept);
       } finally {
         const keys = sessionKeys(sessionId);
         await redis.del(keys.log, keys.projection);

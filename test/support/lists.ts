@@ -176,3 +176,22 @@ export function watch(clients: Clients, sessionId: string): WatchCapture {
     });
   return { messages, ended, waitFor, cancel: () => abort.abort() };
 }
+
+/**
+ * A session's projection hash without the inbox fences (`f:` fields), which are not
+ * part of the fold (a projection folded again from the first record sets `f:*`), and
+ * without its own field count `h`, which counts them.
+ */
+export async function projectionFold(
+  redis: RedisClient,
+  sessionId: string,
+): Promise<Record<string, string>> {
+  return withoutFences(await redis.hgetall(sessionKeys(sessionId).projection));
+}
+
+/** A projection hash without its inbox fences and its own field count (`projectionFold`). */
+export function withoutFences(hash: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(hash).filter(([field]) => !field.startsWith("f:") && field !== "h"),
+  );
+}

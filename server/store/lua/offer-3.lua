@@ -15,6 +15,9 @@
   ARGV[7] mode        'append', or 'check' (the fields are invalid: check the quotas only)
   ARGV[8] lifetime limit (10)
   ARGV[9] open limit (3)
+  ARGV[10] workspace  the chat's workspace as the host gave it (optional; none: '')
+  ARGV[11] token      the inbox token its announcement got (store/workspace-inbox.ts)
+  ARGV[12] channel    the workspace's pub/sub channel, told after the append
 
   Result: { status, id, entry id, fields of the offer record... }
     0 OK          recorded now
@@ -24,6 +27,8 @@
     3 OPEN        the open limit is reached
     4 TURN        this turn already offered one
     5 CHECKED     mode 'check' and the quotas allow an offer
+    6 FENCED      { 6, fence }: an inbox read passed the token; nothing recorded,
+                  announce again above the fence and repeat
 ]]
 --- @include "projection"
 
@@ -62,9 +67,24 @@ if ARGV[7] == 'check' then
   return { 5 }
 end
 
+local ws = ARGV[10] or ''
+if ws ~= '' and ARGV[11] then
+  local fence = inboxFence(proj, ws)
+  if fence >= tonumber(ARGV[11]) then
+    return { 6, fence }
+  end
+end
+
 local record = {
   'type', 'offered', 'id', id, 'turn', turn, 'call', call,
   'title', ARGV[4], 'tldr', ARGV[5], 'brief', ARGV[6], 'time', nowMs(),
 }
+if ws ~= '' then
+  record[#record + 1] = 'ws'
+  record[#record + 1] = ws
+end
 local entryId = appendRecord(log, proj, changes, record)
+if ws ~= '' and ARGV[12] then
+  redis.call('PUBLISH', ARGV[12], entryId)
+end
 return { 0, id, entryId, record }

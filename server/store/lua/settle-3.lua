@@ -10,6 +10,10 @@
   ARGV[2] outcome     started | drafted | dismissed | restored
   ARGV[3] chat_id     the new chat, for started; else empty
   ARGV[4] open limit  (3), for restored
+  ARGV[5] token       the inbox token of the chat's announcement in the offer's
+                      workspace ('': none yet)
+  ARGV[6], ARGV[7]    the parts around the workspace id of a workspace's channel;
+                      without them (older callers) the inbox is left alone
 
   Result: { status, standing, chat id }, standing being the offer's after the call
     0 RECORDED   the settlement was appended
@@ -18,6 +22,10 @@
     2 NOT_FOUND  no offer with that id
     3 NOT_OPEN   the outcome does not fit the offer's standing
     4 OPEN_LIMIT restored, and the open limit is reached
+    5 FENCED     { 5, standing, '', fence, workspace }: the offer belongs to a
+                 workspace and the token is missing or an inbox read passed it;
+                 nothing recorded: announce the chat in that workspace above the
+                 fence and repeat
 ]]
 --- @include "projection"
 
@@ -53,6 +61,16 @@ else
   end
 end
 
+-- An offer of a workspace changes the workspace's inbox: its chat must have been
+-- announced there (store/workspace-inbox.ts), with a token no inbox read has fenced.
+local ws = ARGV[6] and offerWorkspace(log, proj, id) or ''
+if ws ~= '' then
+  local fence = inboxFence(proj, ws)
+  if ARGV[5] == '' or fence >= tonumber(ARGV[5]) then
+    return { 5, state, '', fence, ws }
+  end
+end
+
 local record = { 'type', 'settled', 'id', id, 'outcome', outcome }
 if outcome == 'started' then
   record[#record + 1] = 'chat'
@@ -63,7 +81,10 @@ record[#record + 1] = 'by'
 record[#record + 1] = 'person'
 record[#record + 1] = 'time'
 record[#record + 1] = nowMs()
-appendRecord(log, proj, changes, record)
+local entryId = appendRecord(log, proj, changes, record)
+if ws ~= '' then
+  redis.call('PUBLISH', ARGV[6] .. ws .. ARGV[7], entryId)
+end
 local after = outcome
 if outcome == 'restored' then
   after = 'open'

@@ -12,12 +12,18 @@
   ARGV[1] title        trimmed
   ARGV[2] reason       trimmed
   ARGV[3] tool_call_id (empty: no retry protection)
+  ARGV[4] token        the inbox token of the chat's announcement in the offer's
+                       workspace ('': none yet), as for settle-3.lua
+  ARGV[5], ARGV[6]     the parts around the workspace id of a workspace's channel
 
   Result: { status, offer, settlement }, each record { entry id, { field, value, ... } }
     0 WITHDRAWN      the settlement was appended
     1 DUPLICATE      this tool call withdrew already: its offer and settlement records;
                      nothing recorded
     2 NO_OPEN_OFFER  no open offer has that title; nothing recorded
+    3 FENCED         { 3, fence, workspace }: the offer belongs to a workspace and the
+                     token is missing or an inbox read passed it; nothing recorded:
+                     announce the chat in that workspace above the fence and repeat
 ]]
 --- @include "projection"
 
@@ -50,11 +56,22 @@ for i = tonumber(redis.call('HGET', proj, 'n') or '0'), 1, -1 do
   if id and redis.call('HGET', proj, 's:' .. id) == 'open' then
     local offer = entry(redis.call('HGET', proj, 'e:' .. id))
     if offer and recordFields(offer[2])['title'] == title then
+      -- A withdrawal changes the workspace's inbox, as any settlement does.
+      local ws = recordFields(offer[2])['ws'] or ''
+      if ws ~= '' then
+        local fence = inboxFence(proj, ws)
+        if ARGV[4] == '' or fence >= tonumber(ARGV[4]) then
+          return { 3, fence, ws }
+        end
+      end
       local record = {
         'type', 'settled', 'id', id, 'outcome', 'dismissed', 'by', 'agent',
         'reason', reason, 'call', call, 'time', nowMs(),
       }
       local entryId = appendRecord(log, proj, changes, record)
+      if ws ~= '' then
+        redis.call('PUBLISH', ARGV[5] .. ws .. ARGV[6], entryId)
+      end
       return { 0, offer, { entryId, record } }
     end
   end

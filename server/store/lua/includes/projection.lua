@@ -31,11 +31,20 @@
                   no offer yet, or does not fit its standing): every other `settled`
                   record with an id was accepted, which ListSettlements reads
                   (settlements-2.lua) without folding the records before its cursor
+    f:<ws>        the inbox fence of workspace ws (store/workspace-inbox.ts): writes
+                  announced with a token at or below it are refused. Not part of the
+                  fold: kept when the rest is folded again (lua/inboxChat-2.lua, which
+                  sets it, counts it in `h`).
+    f:*           the fence of every workspace: set when the projection is folded from
+                  the first record (it may have been deleted by hand, fences and all)
+                  to the server's time in microseconds plus a minute, above every token
+                  handed out before (tokens are at least their server's time: see
+                  lua/announce-2.lua)
 ]]
 
 -- Bumped whenever the fields above change meaning, so that a projection written by an
 -- older version is folded again from the stream rather than read wrongly.
-local PROJECTION_FORMAT = '4'
+local PROJECTION_FORMAT = '5'
 
 local function recordFields(flat)
   local f = {}
@@ -105,6 +114,27 @@ local function hmget(proj, fields)
   return values
 end
 
+-- Deletes the fold, keeping the inbox fences (f:<ws>), which no record holds.
+local function resetProjection(proj)
+  local flat = redis.call('HGETALL', proj)
+  redis.call('DEL', proj)
+  for i = 1, #flat, 2 do
+    if string.sub(flat[i], 1, 2) == 'f:' then
+      redis.call('HSET', proj, flat[i], flat[i + 1])
+    end
+  end
+end
+
+-- Folded again from the first record: the inbox fences may have gone with the fold (a
+-- hash deleted by hand), so every token handed out so far is fenced.
+local function fenceEveryToken(proj)
+  local t = redis.call('TIME')
+  local floor = tonumber(t[1]) * 1000000 + tonumber(t[2]) + 60000000
+  if floor > tonumber(redis.call('HGET', proj, 'f:*') or '0') then
+    redis.call('HSET', proj, 'f:*', string.format('%.0f', floor))
+  end
+end
+
 -- Whether the projection agrees with itself: its field count, its counters and every
 -- offer's fields. O(offers) (ten at most under today's limit).
 local function intact(proj)
@@ -153,6 +183,9 @@ end
 
 -- Records how far the projection has folded, and its own field count, after a write.
 local function seal(proj, entryId, folded)
+  -- The counters exist even before the first offer (a log of other records only).
+  redis.call('HSETNX', proj, 'n', 0)
+  redis.call('HSETNX', proj, 'open', 0)
   redis.call('HSET', proj, 'seen', entryId, 'v', PROJECTION_FORMAT, 'm', folded, 'h', 0)
   redis.call('HSET', proj, 'h', redis.call('HLEN', proj))
 end
@@ -172,7 +205,7 @@ end
 local function catchUp(log, proj)
   local last = redis.call('XREVRANGE', log, '+', '-', 'COUNT', 1)
   if #last == 0 then
-    redis.call('DEL', proj)
+    resetProjection(proj)
     return
   end
   local lastId = last[1][1]
@@ -181,7 +214,7 @@ local function catchUp(log, proj)
     local head = redis.call('HMGET', proj, 'seen', 'm')
     seen, folded = head[1], tonumber(head[2])
   else
-    redis.call('DEL', proj)
+    resetProjection(proj)
   end
   if seen == lastId and folded == redis.call('XLEN', log) then
     return
@@ -191,7 +224,8 @@ local function catchUp(log, proj)
   end
   if folded ~= redis.call('XLEN', log) or not seen then
     -- Never folded, or the log lost entries it had folded: again from the first record.
-    redis.call('DEL', proj)
+    resetProjection(proj)
+    fenceEveryToken(proj)
     folded = foldFrom(log, proj, '-')
   end
   seal(proj, lastId, folded)
@@ -205,6 +239,26 @@ local function appendRecord(log, proj, changes, flat)
   seal(proj, entryId, redis.call('XLEN', log))
   redis.call('PUBLISH', changes, entryId)
   return entryId
+end
+
+-- The inbox fence of workspace ws (0 when none): a write announced with a token at or
+-- below it must be announced again (store/workspace-inbox.ts).
+local function inboxFence(proj, ws)
+  local fences = redis.call('HMGET', proj, 'f:' .. ws, 'f:*')
+  return math.max(tonumber(fences[1] or '0'), tonumber(fences[2] or '0'))
+end
+
+-- The workspace an offer's record names ('' for none, or an offer recorded before it).
+local function offerWorkspace(log, proj, id)
+  local entryId = redis.call('HGET', proj, 'e:' .. id)
+  if not entryId then
+    return ''
+  end
+  local entry = redis.call('XRANGE', log, entryId, entryId)[1]
+  if not entry then
+    return ''
+  end
+  return recordFields(entry[2])['ws'] or ''
 end
 
 -- Milliseconds since the epoch by the Redis server's clock, as a string.

@@ -1,0 +1,81 @@
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import {
+  type ListWorkspaceSuggestionsRequest,
+  type ListWorkspaceSuggestionsResponse,
+  ListWorkspaceSuggestionsResponseSchema,
+  type WatchWorkspaceSuggestionsRequest,
+  type WatchWorkspaceSuggestionsResponse,
+  WatchWorkspaceSuggestionsResponseSchema,
+} from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import { requireId } from "../domain/ids.js";
+import { decodePageToken, encodePageToken, inboxPageSize } from "../domain/inbox-page.js";
+import type { SuggestionStore } from "../store/suggestion-store.js";
+import type { WatchHub } from "../store/watch-hub.js";
+import { withInboxEncoding } from "./encoded-response.js";
+import { dependencyError } from "./errors.js";
+
+/** What the workspace inbox handlers need. */
+export interface WorkspaceSuggestionsDeps {
+  readonly store: SuggestionStore;
+  /** The instance's fan-out. */
+  readonly watchHub: WatchHub;
+}
+
+/**
+ * ListWorkspaceSuggestions: the open suggestions of every chat of the workspace, newest
+ * offer first, each read from its chat's log (store/workspace-inbox.ts), paged as
+ * AIP-158 asks: page_size 0 is 50, more than 500 is 500, negative is INVALID_ARGUMENT;
+ * page_token is the opaque next_page_token of the page before, anything else
+ * INVALID_ARGUMENT. A page may hold fewer than page_size while a next_page_token says
+ * more follow. The workspace id follows the session id rule; every check comes before
+ * Redis. Pinned by test/rpc/workspace-list.test.ts.
+ */
+export async function listWorkspaceSuggestions(
+  deps: Pick<WorkspaceSuggestionsDeps, "store">,
+  request: ListWorkspaceSuggestionsRequest,
+): Promise<ListWorkspaceSuggestionsResponse> {
+  const workspaceId = requireId("workspace_id", request.workspaceId);
+  const size = inboxPageSize(request.pageSize);
+  const after = decodePageToken(request.pageToken);
+  let page: Awaited<ReturnType<SuggestionStore["inbox"]["page"]>>;
+  try {
+    page = await deps.store.inbox.page(workspaceId, size, after);
+  } catch (err) {
+    throw dependencyError(err, "the suggestion store");
+  }
+  const response = create(ListWorkspaceSuggestionsResponseSchema, {
+    suggestions: page.entries.map((e) => e.suggestion),
+    nextPageToken: page.next === "" ? "" : encodePageToken(page.next),
+  });
+  return withInboxEncoding(
+    response,
+    page.entries.map((e) => e.member),
+  );
+}
+
+/**
+ * WatchWorkspaceSuggestions: the first page of ListWorkspaceSuggestions at once, then
+ * again after every change in a chat of the workspace made through any instance (the
+ * workspace's pub/sub channel). It ends as WatchSuggestions does: OK when the client
+ * leaves or the server shuts down, DEADLINE_EXCEEDED at the deadline, UNAVAILABLE when
+ * Redis fails under it.
+ */
+export async function* watchWorkspaceSuggestions(
+  deps: WorkspaceSuggestionsDeps,
+  request: WatchWorkspaceSuggestionsRequest,
+  context: HandlerContext,
+): AsyncGenerator<WatchWorkspaceSuggestionsResponse, void> {
+  const workspaceId = requireId("workspace_id", request.workspaceId);
+  try {
+    for await (const entries of deps.watchHub.watchWorkspace(workspaceId, context.signal)) {
+      yield create(WatchWorkspaceSuggestionsResponseSchema, {
+        suggestions: entries.map((e) => e.suggestion),
+      });
+    }
+  } catch (err) {
+    throw dependencyError(err, "the suggestion store");
+  }
+  const reason: unknown = context.signal.aborted ? context.signal.reason : undefined;
+  if (reason instanceof ConnectError && reason.code === Code.DeadlineExceeded) throw reason;
+}

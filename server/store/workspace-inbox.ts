@@ -1,0 +1,212 @@
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import type { Cluster, Redis } from "ioredis";
+import type { Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import { offeredSuggestion, parseEntries } from "../domain/fold.js";
+import { inboxMember, sessionOfMember } from "../domain/inbox-page.js";
+import { sessionKeys, workspaceKeys } from "./keys.js";
+import type { ScriptReply } from "./scripts.js";
+
+/** One open offer as the inbox lists it: its place in the order and the suggestion. */
+export interface InboxEntry {
+  readonly member: string;
+  readonly suggestion: Suggestion;
+  /** The offer's record as the index keeps it: JSON `[entry id, fields]`. */
+  readonly doc: string;
+}
+
+/** One page of a workspace's inbox. */
+export interface InboxPage {
+  /** Open suggestions, newest offer first. */
+  readonly entries: InboxEntry[];
+  /** The member to read on after; empty when there is nothing after this page. */
+  readonly next: string;
+}
+
+/** Pairs `{ session, token, ... }` of a script reply as a map. */
+function tokenMap(flat: ScriptReply[number]): Map<string, string> {
+  const map = new Map<string, string>();
+  const items = Array.isArray(flat) ? flat : [];
+  for (let i = 0; i + 1 < items.length; i += 2) map.set(String(items[i]), String(items[i + 1]));
+  return map;
+}
+
+/**
+ * A workspace's inbox: the open suggestions of every chat of the workspace, newest offer
+ * first. Each chat's log stays the only truth; the index on the workspace's own hash tag
+ * (keys.ts `workspaceKeys`) is a cache of it, kept by one protocol:
+ * - before a write that changes a chat's open offers of a workspace (an offer, any
+ *   settlement, a restore) is appended, the chat is announced there (lua/announce-2.lua):
+ *   marked pending, with a new token that the append carries; the append refuses a
+ *   missing token, or one at or below the chat's fence (status FENCED), and the writer
+ *   announces again (`announced`);
+ * - a read reads every pending chat back from its log, fencing its token first
+ *   (lua/inboxChat-2.lua), so that an append announced before and not made yet is
+ *   refused; then it writes the chat's open offers into the index and clears the mark
+ *   (lua/inboxPut-4.lua), unless an announcement came meanwhile;
+ * - every other chat is as its log says, so a page of the index is read in one script
+ *   (lua/inboxPage-4.lua) with the offers' records.
+ * A crash between any two steps leaves at worst a pending chat, read back by the next
+ * read: the index never lacks an open offer nor keeps a settled one. No script touches a
+ * session's keys and the index together. Records written around the service (not by its
+ * scripts) reach the index at the chat's next write or a rebuild (store/inbox-rebuild.ts).
+ * Pinned by test/store/inbox-model.test.ts.
+ */
+export class WorkspaceInbox {
+  constructor(readonly redis: Redis | Cluster) {}
+
+  /** Marks the chat pending in the workspace; answers its new token (at least `minimum`). */
+  async announce(workspaceId: string, sessionId: string, minimum = 0): Promise<number> {
+    const keys = workspaceKeys(workspaceId);
+    return Number(await this.redis.announce(keys.chats, keys.pending, sessionId, String(minimum)));
+  }
+
+  /**
+   * The chat's open offers of the workspace, from its log; with `fence`, fenced at that
+   * token first (in the same script).
+   */
+  async chatEntries(sessionId: string, workspaceId: string, fence = ""): Promise<InboxEntry[]> {
+    return (await this.#readChat(sessionId, workspaceId, fence)).entries;
+  }
+
+  async #readChat(sessionId: string, workspaceId: string, fence: string) {
+    const keys = sessionKeys(sessionId);
+    const reply = await this.redis.inboxChat(keys.log, keys.projection, workspaceId, fence);
+    const entries: InboxEntry[] = [];
+    for (let i = 1; i + 1 < reply.length; i += 2) {
+      const raw = reply[i + 1] as [string, string[]];
+      const [record] = parseEntries([raw]);
+      if (record === undefined) continue;
+      const suggestion = offeredSuggestion(sessionId, record);
+      const at = suggestion.offeredAt === undefined ? 0 : timestampMs(suggestion.offeredAt);
+      const member = inboxMember(at, sessionId, Number(reply[i]));
+      entries.push({ member, suggestion, doc: JSON.stringify([record.entryId, record.fields]) });
+    }
+    return { logged: reply[0] === 1, entries };
+  }
+
+  /** Makes the chat's members `entries` if its token is still `token`; `clear` ends pending. */
+  async put(
+    workspaceId: string,
+    sessionId: string,
+    token: string,
+    clear: boolean,
+    entries: readonly InboxEntry[],
+  ): Promise<boolean> {
+    const keys = workspaceKeys(workspaceId);
+    const written = await this.redis.inboxPut(
+      keys.offers,
+      keys.chats,
+      keys.pending,
+      keys.docs,
+      sessionId,
+      token,
+      clear ? "1" : "0",
+      ...entries.flatMap((e) => [e.member, e.doc]),
+    );
+    return written === 1;
+  }
+
+  /**
+   * Reads a pending chat back with a fence at `token` and writes it into the index. A
+   * chat with an empty log stays pending (no fence is taken there, see
+   * lua/inboxChat-2.lua), until its first record.
+   */
+  async resolve(workspaceId: string, sessionId: string, token: string): Promise<InboxEntry[]> {
+    const { logged, entries } = await this.#readChat(sessionId, workspaceId, token);
+    await this.put(workspaceId, sessionId, token, logged, entries);
+    return entries;
+  }
+
+  /**
+   * Up to `size` open suggestions after `after` ('' from the newest), newest offer
+   * first: the index's window, with every pending chat read back from its log (fenced)
+   * and merged in. A page may hold fewer than `size` while more follow (a pending chat
+   * lost members); `next` says where to go on.
+   */
+  async page(workspaceId: string, size: number, after: string): Promise<InboxPage> {
+    const keys = workspaceKeys(workspaceId);
+    const reply = await this.redis.inboxPage(
+      keys.offers,
+      keys.chats,
+      keys.pending,
+      keys.docs,
+      after,
+      String(size),
+    );
+    const pending = tokenMap(reply[0]);
+    const window = reply[1] as string[];
+    const docs = reply[2] as (string | null)[];
+    const full = window.length === size;
+    const boundary = window.at(-1) ?? "";
+    const fromPending = await Promise.all(
+      [...pending].map(([sessionId, token]) => this.resolve(workspaceId, sessionId, token)),
+    );
+    const unread = new Set<string>();
+    const listed: InboxEntry[] = [];
+    window.forEach((member, i) => {
+      const sessionId = sessionOfMember(member);
+      const doc = docs[i];
+      if (pending.has(sessionId)) return;
+      if (typeof doc !== "string") unread.add(sessionId);
+      else listed.push(entryOf(sessionId, member, doc));
+    });
+    // A record missing from the index (deleted by hand): read from the chat's log.
+    const fromLogs = await Promise.all(
+      [...unread].map((sessionId) => this.chatEntries(sessionId, workspaceId)),
+    );
+    const inWindow = new Set(window);
+    const candidates = [
+      ...listed,
+      ...fromLogs.flat().filter((e) => inWindow.has(e.member)),
+      ...fromPending
+        .flat()
+        .filter((e) => (after === "" || e.member < after) && (!full || e.member >= boundary)),
+    ].sort((a, b) => (a.member < b.member ? 1 : a.member > b.member ? -1 : 0));
+    const entries = candidates.slice(0, size);
+    const more = full || candidates.length > size;
+    const next = !more ? "" : entries.length === size ? (entries.at(-1)?.member ?? "") : boundary;
+    return { entries, next };
+  }
+}
+
+/** An entry from the record the index keeps for it. */
+function entryOf(sessionId: string, member: string, doc: string): InboxEntry {
+  const [entryId, fields] = JSON.parse(doc) as [string, Record<string, string>];
+  return { member, suggestion: offeredSuggestion(sessionId, { entryId, fields }), doc };
+}
+
+/** What an append that carries an inbox token answers when it needs a (new) token. */
+export interface Fenced {
+  /** The fence the token must be above (0: the chat was not announced yet). */
+  readonly fenced: number;
+  /** The workspace to announce the chat in. */
+  readonly workspaceId: string;
+}
+
+/**
+ * Runs `append` with a token announced for (workspace, session) first ('' workspace:
+ * with no token); when it answers fenced (no token, or an inbox read passed it), announces
+ * the chat in the workspace it names, above the fence, and repeats.
+ */
+export async function announced<T>(
+  inbox: WorkspaceInbox,
+  workspaceId: string,
+  sessionId: string,
+  append: (token: string) => Promise<T | Fenced>,
+): Promise<T> {
+  let workspace = workspaceId;
+  let minimum = 0;
+  for (let attempt = 0; ; attempt++) {
+    const token =
+      workspace === "" ? "" : String(await inbox.announce(workspace, sessionId, minimum));
+    const outcome = await append(token);
+    if (!isFenced(outcome)) return outcome;
+    if (attempt >= 10) throw new Error("the inbox fenced every announcement of this chat");
+    workspace = outcome.workspaceId;
+    minimum = outcome.fenced + 1;
+  }
+}
+
+function isFenced(value: unknown): value is Fenced {
+  return typeof value === "object" && value !== null && "fenced" in value;
+}
