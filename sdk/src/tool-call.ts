@@ -7,6 +7,8 @@ import type {
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { SuggestionClient } from "./clients.js";
 import { SuggestTaskRefusalError, toSuggestionError } from "./errors.js";
+import { suggestTaskTool } from "./tool.js";
+import { readToolArguments } from "./tool-arguments.js";
 
 /** The runtime's side of a tool call: session, turn, agent role and the call's id. */
 export type ToolCallContextInit = MessageInitShape<typeof ToolCallContextSchema>;
@@ -48,41 +50,39 @@ export type SuggestTaskToolResult =
  *   is not a string: those are not refusals the reference names.
  */
 export function readSuggestTaskArguments(args: unknown): SuggestTaskArguments {
-  let value = args;
-  if (typeof args === "string") {
-    try {
-      value = args.trim() === "" ? {} : JSON.parse(args);
-    } catch (err) {
-      throw new ConnectError(
-        "suggest_task: the arguments are not valid JSON",
-        Code.InvalidArgument,
-        undefined,
-        undefined,
-        err,
-      );
-    }
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new ConnectError(
-      "suggest_task: the arguments must be a JSON object",
-      Code.InvalidArgument,
-    );
-  }
-  const record = value as Readonly<Record<string, unknown>>;
-  return {
-    title: stringArgument(record, "title"),
-    tldr: stringArgument(record, "tldr"),
-    brief: stringArgument(record, "brief"),
-  };
+  const read = readToolArguments(suggestTaskTool, args);
+  return { title: read.title ?? "", tldr: read.tldr ?? "", brief: read.brief ?? "" };
 }
 
-function stringArgument(record: Readonly<Record<string, unknown>>, name: string): string {
-  const value = record[name];
-  if (value === undefined || value === null) return "";
-  if (typeof value !== "string") {
-    throw new ConnectError(`suggest_task: ${name} must be a string`, Code.InvalidArgument);
+/** What both tools' RPCs answer: the suggestion and the line the model sees. */
+interface ToolResponse {
+  readonly suggestion?: Suggestion | undefined;
+  readonly result: string;
+}
+
+/**
+ * Runs one tool RPC and answers what the model should see: the success line, or a
+ * refusal's exact text marked as an error. Any other failure is thrown as it is (a
+ * typed error where the service gave details), for the runtime to handle. Shared by
+ * `callSuggestTaskTool` and `callWithdrawSuggestionTool`.
+ */
+export async function runToolCall(
+  rpc: string,
+  call: () => Promise<ToolResponse>,
+): Promise<SuggestTaskToolResult> {
+  try {
+    const response = await call();
+    if (response.suggestion === undefined) {
+      throw new ConnectError(`${rpc} answered no suggestion`, Code.Internal);
+    }
+    return { isError: false, content: response.result, suggestion: response.suggestion };
+  } catch (err) {
+    const error = toSuggestionError(err);
+    if (error instanceof SuggestTaskRefusalError) {
+      return { isError: true, content: error.rawMessage, refusal: error.payload };
+    }
+    throw error;
   }
-  return value;
 }
 
 /**
@@ -99,24 +99,12 @@ function stringArgument(record: Readonly<Record<string, unknown>>, name: string)
  * // { type: "tool_result", tool_use_id: block.id, content: result.content, is_error: result.isError }
  * ```
  */
-export async function callSuggestTaskTool(
+export function callSuggestTaskTool(
   client: Pick<SuggestionClient, "suggestTask">,
   args: unknown,
   context: ToolCallContextInit,
   callOptions?: CallOptions,
 ): Promise<SuggestTaskToolResult> {
   const request = { context, args: readSuggestTaskArguments(args) };
-  try {
-    const response = await client.suggestTask(request, callOptions);
-    if (response.suggestion === undefined) {
-      throw new ConnectError("SuggestTask answered no suggestion", Code.Internal);
-    }
-    return { isError: false, content: response.result, suggestion: response.suggestion };
-  } catch (err) {
-    const error = toSuggestionError(err);
-    if (error instanceof SuggestTaskRefusalError) {
-      return { isError: true, content: error.rawMessage, refusal: error.payload };
-    }
-    throw error;
-  }
+  return runToolCall("SuggestTask", () => client.suggestTask(request, callOptions));
 }

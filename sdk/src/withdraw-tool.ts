@@ -1,15 +1,13 @@
 import type { CallOptions } from "@connectrpc/connect";
-import { Code, ConnectError } from "@connectrpc/connect";
 import {
   type Suggestion,
   type SuggestTaskRefusal,
   WithdrawSuggestionArgsSchema,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { SuggestionClient } from "./clients.js";
-import { SuggestTaskRefusalError, toSuggestionError } from "./errors.js";
 import { type ToolDefinition, toolDefinition } from "./tool.js";
 import { readToolArguments } from "./tool-arguments.js";
-import type { ToolCallContextInit } from "./tool-call.js";
+import { runToolCall, type ToolCallContextInit } from "./tool-call.js";
 
 /**
  * The withdraw_suggestion tool, offered beside suggest_task: `name` "withdraw_suggestion",
@@ -65,24 +63,12 @@ export function readWithdrawSuggestionArguments(args: unknown): WithdrawSuggesti
  * });
  * ```
  */
-export async function callWithdrawSuggestionTool(
+export function callWithdrawSuggestionTool(
   client: Pick<SuggestionClient, "withdrawSuggestion">,
   args: unknown,
   context: ToolCallContextInit,
   callOptions?: CallOptions,
 ): Promise<WithdrawSuggestionToolResult> {
   const request = { context, args: readWithdrawSuggestionArguments(args) };
-  try {
-    const response = await client.withdrawSuggestion(request, callOptions);
-    if (response.suggestion === undefined) {
-      throw new ConnectError("WithdrawSuggestion answered no suggestion", Code.Internal);
-    }
-    return { isError: false, content: response.result, suggestion: response.suggestion };
-  } catch (err) {
-    const error = toSuggestionError(err);
-    if (error instanceof SuggestTaskRefusalError) {
-      return { isError: true, content: error.rawMessage, refusal: error.payload };
-    }
-    throw error;
-  }
+  return runToolCall("WithdrawSuggestion", () => client.withdrawSuggestion(request, callOptions));
 }

@@ -12,13 +12,14 @@ import {
   type SuggestTaskResponse,
   SuggestTaskResponseSchema,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
-import { checkOptionalId, checkRuntimeId, isValidId } from "../domain/ids.js";
+import { isValidId } from "../domain/ids.js";
 import { type Refusal, successLine } from "../domain/refusals.js";
 import { suggestTaskTool, type ToolSpec } from "../domain/tool-declaration.js";
 import { checkToolFields } from "../domain/tool-fields.js";
 import type { ChatHost } from "../host/chat-host.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import { dependencyError, refusalError } from "./errors.js";
+import { checkedContext } from "./tool-call-context.js";
 
 /** What the suggest_task handler needs. */
 export interface SuggestTaskDeps {
@@ -64,13 +65,8 @@ export async function suggestTask(
   deps: SuggestTaskDeps,
   request: SuggestTaskRequest,
 ): Promise<SuggestTaskResponse> {
-  const context = request.context;
-  if (context === undefined) {
-    throw new ConnectError("context is required", Code.InvalidArgument);
-  }
-  const sessionId = checkOptionalId("context.session_id", context.sessionId);
-  const turnId = checkRuntimeId("context.turn_id", context.turnId);
-  const toolCallId = checkRuntimeId("context.tool_call_id", context.toolCallId);
+  const context = checkedContext(request.context);
+  const { sessionId, turnId, toolCallId } = context;
 
   // Check 1: anything but TOP_LEVEL is a helper, also UNSPECIFIED (a runtime that sets no
   // role) and a number this build does not know (test/rpc/suggest-task-rules.test.ts).

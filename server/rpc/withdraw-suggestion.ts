@@ -1,12 +1,10 @@
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
 import { AgentRole, RefusalReason } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import {
   type WithdrawSuggestionRequest,
   type WithdrawSuggestionResponse,
   WithdrawSuggestionResponseSchema,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
-import { checkOptionalId, checkRuntimeId } from "../domain/ids.js";
 import type { Refusal } from "../domain/refusals.js";
 import { withdrawSuggestionTool } from "../domain/tool-declaration.js";
 import { checkToolFields } from "../domain/tool-fields.js";
@@ -15,6 +13,7 @@ import type { WithdrawOutcome } from "../store/agent-settlements.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import { dependencyError, refusalError } from "./errors.js";
 import { findSession } from "./suggest-task.js";
+import { checkedContext } from "./tool-call-context.js";
 
 /** The tool's name: its refusals' prefix and their ErrorInfo domain. */
 const TOOL = "withdraw_suggestion";
@@ -47,13 +46,8 @@ export async function withdrawSuggestion(
   deps: WithdrawSuggestionDeps,
   request: WithdrawSuggestionRequest,
 ): Promise<WithdrawSuggestionResponse> {
-  const context = request.context;
-  if (context === undefined) {
-    throw new ConnectError("context is required", Code.InvalidArgument);
-  }
-  const sessionId = checkOptionalId("context.session_id", context.sessionId);
-  const turnId = checkRuntimeId("context.turn_id", context.turnId);
-  const toolCallId = checkRuntimeId("context.tool_call_id", context.toolCallId);
+  const context = checkedContext(request.context);
+  const { sessionId, turnId, toolCallId } = context;
 
   if (context.role !== AgentRole.TOP_LEVEL) throw refuse({ reason: RefusalReason.NOT_TOP_LEVEL });
   if (sessionId === "" || (await findSession(deps.host, sessionId)) === undefined) {
