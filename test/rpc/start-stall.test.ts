@@ -111,7 +111,8 @@ test("dismissed while its chat is being created: stays dismissed, no brief, not-
 
 test("callers that wait on a stalled holder answer its chat once it finishes, without taking over", async () => {
   // A holder slower than the lock's lifetime but still renewing it: nobody takes over.
-  const settings = { chatHostUrl: testHost.url, startLockTtlMs: 200, startLockMaxHoldMs: 10_000 };
+  // The lifetime leaves room for a busy machine's event-loop pauses between renewals.
+  const settings = { chatHostUrl: testHost.url, startLockTtlMs: 600, startLockMaxHoldMs: 10_000 };
   const patient = await startTestServer(undefined, settings);
   try {
     const c = grpcClients(patient.url);
@@ -121,7 +122,7 @@ test("callers that wait on a stalled holder answer its chat once it finishes, wi
     testHost.hooks.beforeCreateChat = async () => {
       calls++;
       entered.open();
-      await sleep(1_000);
+      await sleep(2_000);
     };
     const first = c.suggestions.startSuggestion({ sessionId, suggestionId });
     await entered.promise;
