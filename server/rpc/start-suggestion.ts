@@ -192,13 +192,16 @@ async function readSuggestion(
   sessionId: string,
   suggestionId: string,
 ): Promise<Suggestion> {
-  let lists: SuggestionLists;
+  let suggestion: Suggestion | undefined;
   try {
-    lists = await store.lists(sessionId);
+    suggestion = await store.suggestion(sessionId, suggestionId);
   } catch (err) {
     throw dependencyError(err, "the suggestion store");
   }
-  return suggestionIn(lists, suggestionId);
+  if (suggestion === undefined) {
+    throw suggestionError({ code: SuggestionErrorCode.NotFound, suggestionId });
+  }
+  return suggestion;
 }
 
 function suggestionIn(lists: SuggestionLists, suggestionId: string): Suggestion {

@@ -73,8 +73,15 @@ declare module "ioredis" {
       changes: string,
       ...argv: string[]
     ): Result<ScriptReply, Context>;
-    /** lua/readLists-2.lua: `{ version, offer, settlement, ... }`. */
-    readLists(log: string, projection: string): Result<ScriptReply, Context>;
+    /** lua/readLists-2.lua: `{ version, offer, settlement, ... }`, or `{ version }` when `have`. */
+    readLists(log: string, projection: string, have?: string): Result<ScriptReply, Context>;
+    /** lua/readSuggestion-2.lua: `{ version, offer, settlement }`, or `{ version }` when `have`. */
+    readSuggestion(
+      log: string,
+      projection: string,
+      suggestionId: string,
+      have: string,
+    ): Result<ScriptReply, Context>;
     /** lua/extendLock-1.lua: 1 when the caller still holds the lock. */
     extendLock(lock: string, token: string, ttlMs: string): Result<number, Context>;
     /** lua/releaseLock-2.lua: 1 when the caller held the lock. */

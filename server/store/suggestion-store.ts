@@ -2,8 +2,6 @@ import type { Cluster, Redis } from "ioredis";
 import { type Suggestion, SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import {
   type LogRecord,
-  listsFromOffers,
-  type OfferRecords,
   offeredSuggestion,
   parseEntries,
   type SuggestionLists,
@@ -11,7 +9,10 @@ import {
 import { LIFETIME_LIMIT, OPEN_LIMIT } from "../domain/limits.js";
 import { type Outcome, STANDING_WORDS } from "../domain/settlement.js";
 import { sessionKeys } from "./keys.js";
+import { ListsCache, type ListsSnapshot } from "./lists-cache.js";
 import type { ScriptReply } from "./scripts.js";
+
+export type { ListsSnapshot } from "./lists-cache.js";
 
 /** An offer as the tool hands it to the store: fields already trimmed and checked. */
 export interface NewOffer {
@@ -62,34 +63,20 @@ function settleOutcome(reply: ScriptReply): SettleOutcome {
   };
 }
 
-/** A session's lists and how far into its log they were read. */
-export interface ListsSnapshot {
-  /** The id of the last entry folded (`0-0` for an empty log): equal ids, equal lists. */
-  readonly version: string;
-  readonly lists: SuggestionLists;
-}
-
-/** Reads the reply of lua/readLists-2.lua. */
-function snapshotOf(sessionId: string, reply: ScriptReply): ListsSnapshot {
-  const record = (entry: ScriptReply[number]): LogRecord | undefined => {
-    if (!Array.isArray(entry) || entry.length < 2) return undefined;
-    return parseEntries([[entry[0] as string, entry[1] as string[]]])[0];
-  };
-  const offers: OfferRecords[] = [];
-  for (let i = 1; i + 1 < reply.length; i += 2) {
-    const offer = record(reply[i]);
-    // An offer record gone from the stream (XDEL by hand) is gone from the fold too.
-    if (offer !== undefined) offers.push({ offer, settlement: record(reply[i + 1]) });
-  }
-  return { version: String(reply[0]), lists: listsFromOffers(sessionId, offers) };
-}
-
 /**
  * One session's suggestions on Redis: the stream is the truth, the projection hash a
  * cache the scripts keep and rebuild (see lua/includes/projection.lua).
  */
 export class SuggestionStore {
-  constructor(readonly redis: Redis | Cluster) {}
+  /** What this instance last read of each session, by version (lists-cache.ts). */
+  readonly cache: ListsCache;
+
+  constructor(
+    readonly redis: Redis | Cluster,
+    cache: ListsCache = new ListsCache(),
+  ) {
+    this.cache = cache;
+  }
 
   /**
    * The quota checks and the append as one atomic step, in one round trip. With
@@ -171,6 +158,7 @@ export class SuggestionStore {
     chatId = "",
   ): Promise<{ readonly outcome: SettleOutcome; readonly lists: SuggestionLists }> {
     const keys = sessionKeys(sessionId);
+    const held = this.cache.heldLists(sessionId);
     const replies = await this.redis
       .multi()
       .settle(
@@ -182,7 +170,7 @@ export class SuggestionStore {
         chatId,
         String(OPEN_LIMIT),
       )
-      .readLists(keys.log, keys.projection)
+      .readLists(keys.log, keys.projection, held?.version ?? "")
       .exec();
     if (replies === null) throw new Error("the settle transaction was discarded");
     const [[settleErr, settleReply] = [], [readErr, readReply] = []] = replies;
@@ -190,7 +178,7 @@ export class SuggestionStore {
     if (readErr) throw readErr;
     return {
       outcome: settleOutcome(settleReply as ScriptReply),
-      lists: snapshotOf(sessionId, readReply as ScriptReply).lists,
+      lists: this.cache.lists(sessionId, held, readReply as ScriptReply).lists,
     };
   }
 
@@ -202,7 +190,22 @@ export class SuggestionStore {
    */
   async snapshot(sessionId: string): Promise<ListsSnapshot> {
     const keys = sessionKeys(sessionId);
-    return snapshotOf(sessionId, await this.redis.readLists(keys.log, keys.projection));
+    const held = this.cache.heldLists(sessionId);
+    const reply = await this.redis.readLists(keys.log, keys.projection, held?.version ?? "");
+    return this.cache.lists(sessionId, held, reply);
+  }
+
+  /**
+   * One suggestion, reading only its two records (lua/readSuggestion-2.lua), and none
+   * when the chat did not change since this instance last read it; undefined when the
+   * log holds no such offer. The same fold as `snapshot`'s `byId`.
+   */
+  async suggestion(sessionId: string, suggestionId: string): Promise<Suggestion | undefined> {
+    const keys = sessionKeys(sessionId);
+    const held = this.cache.heldOne(sessionId, suggestionId);
+    const version = held?.version ?? "";
+    const reply = await this.redis.readSuggestion(keys.log, keys.projection, suggestionId, version);
+    return this.cache.one(sessionId, suggestionId, held, reply) ?? undefined;
   }
 
   /** A session's lists: `snapshot` without the version. */

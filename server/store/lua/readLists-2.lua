@@ -8,9 +8,16 @@
   KEYS[1] log         the session's stream
   KEYS[2] projection  the fold cache (includes/projection.lua)
 
-  Result: { version, offer, settlement, offer, settlement, ... }
-    version     id of the last stream entry folded ('0-0' for an empty log): equal
-                versions, equal lists
+  ARGV[1] have        (optional) the version the caller already holds the lists of
+
+  Result: { version, offer, settlement, offer, settlement, ... }, or { version } alone
+  when it equals `have` (the caller's lists are current: nothing else is read or sent)
+    version     `<id of the last stream entry>:<XLEN>` ('0-0:0' for an empty log): equal
+                versions, equal lists. Stream ids only grow and records never change,
+                so the entries at or below the last id can only be deleted: the same
+                last id and the same length mean the same records, whatever was
+                appended or XDELed in between (only a DEL of the whole stream, rebuilt
+                to the same length within the same millisecond, could repeat one).
     then two entries per offer, in offer order, each { entry id, { field, value, ... } }:
     offer       the offer's `offered` record
     settlement  the `settled` record the offer stands by; {} while it is open
@@ -18,6 +25,12 @@
 --- @include "projection"
 
 local log, proj = KEYS[1], KEYS[2]
+
+local last = redis.call('XREVRANGE', log, '+', '-', 'COUNT', 1)[1]
+local version = (last and last[1] or '0-0') .. ':' .. redis.call('XLEN', log)
+if version == ARGV[1] then
+  return { version }
+end
 
 catchUp(log, proj)
 
@@ -28,10 +41,10 @@ local function entry(entryId)
   return redis.call('XRANGE', log, entryId, entryId)[1] or {}
 end
 
-local head = redis.call('HMGET', proj, 'seen', 'n')
-local result = { head[1] or '0-0' }
+local head = redis.call('HMGET', proj, 'n')
+local result = { version }
 local order = {}
-for i = 1, tonumber(head[2] or '0') do
+for i = 1, tonumber(head[1] or '0') do
   order[i] = 'i:' .. i
 end
 local refs = {}
