@@ -8,108 +8,31 @@
  *
  *   node --import tsx bench/h2-rows.ts
  */
-import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import http2 from "node:http2";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { promisify } from "node:util";
-import { create, type DescMessage, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { FolderKind } from "../gen/oda/suggest/v1/chat_host_pb.js";
+import { AgentRole } from "../gen/oda/suggest/v1/suggestion_pb.js";
 import {
   DismissSuggestionRequestSchema,
   GetSuggestionRequestSchema,
   ListSuggestionsRequestSchema,
   RestoreSuggestionRequestSchema,
+  StartSuggestionRequestSchema,
+  SuggestTaskRequestSchema,
+  WatchSuggestionsRequestSchema,
 } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { EmbeddedChatHost } from "../server/host/embedded-host.js";
 import { freePort, startRedisServer } from "../server/redis/redis-server-process.js";
 import { createRedisClient } from "../server/store/scripts.js";
 import { SuggestionStore } from "../server/store/suggestion-store.js";
-import { cpuSeconds, startNode } from "./measure.js";
+import { frame, h2load, once, sequences } from "./h2-runners.js";
+import { watchCost } from "./h2-watch.js";
+import { startNode } from "./measure.js";
+import { measureStartConcurrency } from "./start-concurrency.js";
 
-const run = promisify(execFile);
-const WARMUP_S = 2;
-const WINDOW_S = Number(process.env.BENCH_WINDOW_S ?? 6);
 const SVC = "/oda.suggest.v1.SuggestionService";
-
-function frame<S extends DescMessage>(schema: S, init: MessageInitShape<S>): Buffer {
-  const bytes = toBinary(schema, create(schema, init));
-  const out = Buffer.alloc(5 + bytes.length);
-  out.writeUInt32BE(bytes.length, 1);
-  out.set(bytes, 5);
-  return out;
-}
-
-/** One h2load run: calls/s and server CPU µs per call over the window. */
-async function h2load(port: number, path: string, body: Buffer, pid: number) {
-  const dir = mkdtempSync(join(tmpdir(), "h2rows-"));
-  const file = join(dir, "body");
-  writeFileSync(file, body);
-  let before = 0;
-  const timer = setTimeout(() => {
-    before = cpuSeconds(pid);
-  }, WARMUP_S * 1000);
-  const { stdout } = await run("h2load", [
-    ...["-c", "4", "-m", "16", "--warm-up-time", String(WARMUP_S), "-D", String(WINDOW_S)],
-    ...["-d", file, "-H", "content-type: application/grpc", "-H", "te: trailers"],
-    `http://127.0.0.1:${port}${path}`,
-  ]);
-  const after = cpuSeconds(pid);
-  clearTimeout(timer);
-  rmSync(dir, { recursive: true, force: true });
-  const done = Number(/(\d+) succeeded/.exec(stdout)?.[1] ?? 0);
-  return { callsPerSecond: done / WINDOW_S, cpuUs: ((after - before) / done) * 1e6 };
-}
-
-/** 64 loops, each running its own sequence of calls in order, for the window. */
-async function sequences(port: number, steps: (slot: number) => [string, Buffer][], pid: number) {
-  const sessions = Array.from({ length: 4 }, () => http2.connect(`http://127.0.0.1:${port}`));
-  const call = (s: http2.ClientHttp2Session, path: string, body: Buffer) =>
-    new Promise<void>((ok, fail) => {
-      const req = s.request({
-        ":method": "POST",
-        ":path": path,
-        "content-type": "application/grpc",
-        te: "trailers",
-      });
-      req.on("trailers", (t) =>
-        t["grpc-status"] === "0" ? ok() : fail(new Error(String(t["grpc-message"]))),
-      );
-      req.on("response", (h) => {
-        if (h["grpc-status"] !== undefined && h["grpc-status"] !== "0")
-          fail(new Error(String(h["grpc-message"])));
-      });
-      req.on("data", () => {});
-      req.on("error", fail);
-      req.end(body);
-    });
-  let counting = false;
-  let stop = false;
-  const counts = new Map<string, number>();
-  const loops = Array.from({ length: 64 }, async (_, slot) => {
-    const seq = steps(slot);
-    const s = sessions[slot % 4] as http2.ClientHttp2Session;
-    while (!stop) {
-      for (const [path, body] of seq) {
-        await call(s, path, body);
-        if (counting) counts.set(path, (counts.get(path) ?? 0) + 1);
-      }
-    }
-  });
-  await new Promise((r) => setTimeout(r, WARMUP_S * 1000));
-  const before = cpuSeconds(pid);
-  counting = true;
-  await new Promise((r) => setTimeout(r, WINDOW_S * 1000));
-  counting = false;
-  const cpu = cpuSeconds(pid) - before;
-  stop = true;
-  await Promise.all(loops);
-  for (const s of sessions) s.close();
-  const calls = [...counts.values()].reduce((a, b) => a + b, 0);
-  return { calls, cpuUs: (cpu / calls) * 1e6 };
-}
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), "h2rows-redis-"));
@@ -151,6 +74,53 @@ async function main() {
     chats.push(chat);
   }
   const c0 = chats[0] as (typeof chats)[number];
+  const roots = (process.env.BENCH_ROOTS ?? ".").split(",");
+  // Per root: fresh sessions for SuggestTask, and open offers (3 per chat) to start.
+  const START_CALLS = Number(process.env.BENCH_START_CALLS ?? 3_000);
+  const fresh = new Map<string, string[]>();
+  const toStart = new Map<string, [string, string][]>();
+  const concurrent = new Map<string, [string, string][]>();
+  for (const [r, root] of roots.entries()) {
+    const put = async (sessionId: string) =>
+      host.putSession({
+        sessionId,
+        workspaceId: "ws",
+        folder: FolderKind.NORMAL,
+        settings: { model: "m" },
+      });
+    const freshIds = Array.from({ length: START_CALLS * 2 }, (_, i) => `fresh-${r}-${i}`);
+    for (let i = 0; i < freshIds.length; i += 500)
+      await Promise.all(freshIds.slice(i, i + 500).map(put));
+    fresh.set(root, freshIds);
+    const pairs: [string, string][] = [];
+    const more: [string, string][] = [];
+    for (let i = 0; i < START_CALLS / 3 + 20; i++) {
+      const sessionId = `start-${r}-${i}`;
+      await put(sessionId);
+      for (let t = 0; t < 3; t++) {
+        const o = await store.offer(
+          sessionId,
+          {
+            id: randomUUID(),
+            turnId: `t${t}`,
+            toolCallId: "",
+            title: "Bench offer",
+            tldr: "Worth it",
+            brief: "Do it.",
+          },
+          false,
+        );
+        if (o.kind === "recorded") (i < 20 ? more : pairs).push([sessionId, o.suggestion.id]);
+      }
+    }
+    toStart.set(root, pairs);
+    concurrent.set(root, more);
+  }
+  const slots = <T>(items: T[]) => {
+    const lists: T[][] = Array.from({ length: 64 }, () => []);
+    for (const [i, item] of items.entries()) lists[i % 64]?.push(item);
+    return lists;
+  };
   const rows: [string, number][] = [];
   const noopPort = await freePort();
   const noop = await startNode(["bench/noop-server.ts", "grpc-js", String(noopPort)], {}, /ready/);
@@ -162,7 +132,8 @@ async function main() {
   );
   await noop.stop();
   rows.push(["grpc-js noop", noopRow.cpuUs]);
-  for (const root of (process.env.BENCH_ROOTS ?? ".").split(",")) {
+  const extras: string[] = [];
+  for (const root of roots) {
     const port = await freePort();
     const server = await startNode(
       [resolve(root, "server/main.ts")],
@@ -213,6 +184,43 @@ async function main() {
     );
     // (settle + list) pairs minus the settle alone: the List right after a change.
     rows.push([`ListSuggestions after a change${tag}`, 2 * withList.cpuUs - settle.cpuUs]);
+    const offers = slots(fresh.get(root) ?? []).map((ids) =>
+      ids.map((sessionId, i): [string, Buffer] => [
+        `${SVC}/SuggestTask`,
+        frame(SuggestTaskRequestSchema, {
+          context: { sessionId, turnId: `t${i}`, role: AgentRole.TOP_LEVEL, toolCallId: "" },
+          args: { title: "Bench offer", tldr: "Worth it", brief: "Do it." },
+        }),
+      ]),
+    );
+    const suggest = await once(port, offers, server.pid);
+    rows.push([`SuggestTask, fresh session${tag}`, suggest.cpuUs]);
+    const starts = slots(toStart.get(root) ?? []).map((pairs) =>
+      pairs.map(([sessionId, suggestionId]): [string, Buffer] => [
+        `${SVC}/StartSuggestion`,
+        frame(StartSuggestionRequestSchema, { sessionId, suggestionId }),
+      ]),
+    );
+    const start = await once(port, starts, server.pid);
+    rows.push([`StartSuggestion, embedded host${tag}`, start.cpuUs]);
+    // 1,000 watchers of one chat (a chat of its own per root), changed by dismiss/restore.
+    const watched = chats[63 - roots.indexOf(root)] as (typeof chats)[number];
+    const ids = { sessionId: watched.sessionId, suggestionId: watched.open[1] as string };
+    const watch = await watchCost(
+      port,
+      server.pid,
+      frame(WatchSuggestionsRequestSchema, { sessionId: watched.sessionId }),
+      async (i) => {
+        if (i % 2 === 0) await store.settle(ids.sessionId, ids.suggestionId, "dismissed");
+        else await store.settle(ids.sessionId, ids.suggestionId, "restored");
+      },
+    );
+    rows.push([
+      `Watch, µs per delivered message (${watch.watchers} watchers)${tag}`,
+      watch.usPerDelivery,
+    ]);
+    const fifty = await measureStartConcurrency(`127.0.0.1:${port}`, concurrent.get(root) ?? []);
+    extras.push(`50 concurrent Starts${tag}: ${JSON.stringify(fifty)}`);
     await server.stop();
   }
   await client.quit();
@@ -221,6 +229,7 @@ async function main() {
   for (const [name, us] of rows) {
     console.log(`| ${name} | ${us.toFixed(0)} | ${(us / noopRow.cpuUs).toFixed(2)} |`);
   }
+  for (const line of extras) console.log(line);
 }
 
 main().catch((err: unknown) => {

@@ -25,6 +25,7 @@ import type { StartResult } from "../store/start-lock-protocol.js";
 import type { StartLocks } from "../store/start-locks.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import { dependencyError, suggestionError } from "./errors.js";
+import { Flights } from "./start-flights.js";
 
 /** What StartSuggestion needs. */
 export interface StartSuggestionDeps {
@@ -41,17 +42,38 @@ export interface StartSuggestionDeps {
  * sure the brief was posted); then, for an open one, the single-flight lock per
  * (session, suggestion), under which the holder creates the chat, records `started`
  * only if the offer is still open, and posts the brief. Callers that find the lock
- * taken wait for the holder's result and answer the same chat. Pinned by
+ * taken wait for the holder's result and answer the same chat; concurrent Starts of one
+ * suggestion on one instance share one flight, so the waiters do not repeat the
+ * holder's reads (each still stops waiting when its own call ends). Pinned by
  * test/rpc/start.test.ts, test/rpc/start-concurrency.test.ts, test/rpc/start-stall.test.ts and
  * test/e2e/start-crash.test.ts.
  */
-export async function startSuggestion(
+export function startSuggestion(
   deps: StartSuggestionDeps,
   request: StartSuggestionRequest,
   signal?: AbortSignal,
 ): Promise<StartSuggestionResponse> {
   const sessionId = requireId("session_id", request.sessionId);
   const suggestionId = requireId("suggestion_id", request.suggestionId);
+  // Concurrent Starts of one suggestion on this instance are one flight (start-flights.ts).
+  let flights = instanceFlights.get(deps.startLocks);
+  if (flights === undefined) {
+    flights = new Flights();
+    instanceFlights.set(deps.startLocks, flights);
+  }
+  const key = `${sessionId}\n${suggestionId}`;
+  return flights.join(key, () => startOnce(deps, sessionId, suggestionId), signal);
+}
+
+/** The flights of each instance, found by its start locks (one per instance). */
+const instanceFlights = new WeakMap<StartLocks, Flights<StartSuggestionResponse>>();
+
+/** One Start, as the design orders it (see `startSuggestion`). */
+async function startOnce(
+  deps: StartSuggestionDeps,
+  sessionId: string,
+  suggestionId: string,
+): Promise<StartSuggestionResponse> {
   const session = await offeringSession(deps, sessionId, suggestionId);
   const locks = deps.startLocks;
   const until = Date.now() + locks.maxWaitMs;
@@ -73,7 +95,7 @@ export async function startSuggestion(
     }
     let turn: Awaited<ReturnType<StartLocks["take"]>>;
     try {
-      turn = await locks.take(sessionId, suggestionId, { until, signal });
+      turn = await locks.take(sessionId, suggestionId, { until });
     } catch (err) {
       throw dependencyError(err, "the suggestion store");
     }
