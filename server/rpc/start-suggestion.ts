@@ -12,7 +12,6 @@ import {
   StartSuggestionResponseSchema,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { SuggestionErrorCode } from "../domain/failures.js";
-import type { SuggestionLists } from "../domain/fold.js";
 import { isValidId, requireId } from "../domain/ids.js";
 import {
   startedChatSettings,
@@ -141,9 +140,9 @@ async function startHeld(
     if (!isValidId(chatId)) {
       throw new ConnectError("the chat host answered an unusable chat id", Code.Internal);
     }
-    let settled: Awaited<ReturnType<SuggestionStore["settleAndList"]>>;
+    let settled: Awaited<ReturnType<SuggestionStore["settleAndRead"]>>;
     try {
-      settled = await deps.store.settleAndList(sessionId, suggestionId, "started", chatId);
+      settled = await deps.store.settleAndRead(sessionId, suggestionId, "started", chatId);
     } catch (err) {
       throw dependencyError(err, "the suggestion store");
     }
@@ -153,7 +152,10 @@ async function startHeld(
       case "already": {
         // `already`: an earlier holder (stalled past its lock, or crashed after this
         // step) recorded it; the recorded chat is the one, and its brief is made sure of.
-        const started = suggestionIn(settled.lists, suggestionId);
+        const started = settled.suggestion;
+        if (started === undefined) {
+          throw suggestionError({ code: SuggestionErrorCode.NotFound, suggestionId });
+        }
         await postBrief(deps.host, started, started.chatId);
         result = "delivered";
         return create(StartSuggestionResponseSchema, {
@@ -220,14 +222,6 @@ async function readSuggestion(
   } catch (err) {
     throw dependencyError(err, "the suggestion store");
   }
-  if (suggestion === undefined) {
-    throw suggestionError({ code: SuggestionErrorCode.NotFound, suggestionId });
-  }
-  return suggestion;
-}
-
-function suggestionIn(lists: SuggestionLists, suggestionId: string): Suggestion {
-  const suggestion = lists.byId.get(suggestionId);
   if (suggestion === undefined) {
     throw suggestionError({ code: SuggestionErrorCode.NotFound, suggestionId });
   }

@@ -16,6 +16,7 @@ import { checkOptionalId, checkRuntimeId } from "../domain/ids.js";
 import { type Refusal, successLine } from "../domain/refusals.js";
 import { suggestTaskTool, type ToolSpec } from "../domain/tool-declaration.js";
 import type { ChatHost } from "../host/chat-host.js";
+import type { EmbeddedChatHost } from "../host/embedded-host.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import { dependencyError, refusalError } from "./errors.js";
 
@@ -25,6 +26,11 @@ export interface SuggestTaskDeps {
   readonly host: ChatHost;
   /** Makes the id of a new offer; random by default. */
   readonly newId?: () => string;
+  /**
+   * The embedded host, when it is the chat host: its sessions live beside the store's
+   * records, so the session checks and the offer are one script (`offerInSession`).
+   */
+  readonly embeddedHost?: EmbeddedChatHost | undefined;
 }
 
 /** The model's arguments, trimmed. */
@@ -108,29 +114,36 @@ export async function suggestTask(
   if (sessionId === "") {
     throw refusalError({ reason: RefusalReason.NO_SESSION });
   }
-  const session = await findSession(deps.host, sessionId);
-  if (session === undefined) {
-    throw refusalError({ reason: RefusalReason.NO_SESSION });
-  }
-  if (session.folder === FolderKind.SCHEDULED_TASK) {
-    throw refusalError({ reason: RefusalReason.SCHEDULED_TASK_FOLDER });
+  // With the embedded host, checks 2 and 3 run in the offer's own script (one round trip).
+  const inOneScript = deps.embeddedHost !== undefined && turnId !== "";
+  if (!inOneScript) {
+    const session = await findSession(deps.host, sessionId);
+    if (session === undefined) {
+      throw refusalError({ reason: RefusalReason.NO_SESSION });
+    }
+    if (session.folder === FolderKind.SCHEDULED_TASK) {
+      throw refusalError({ reason: RefusalReason.SCHEDULED_TASK_FOLDER });
+    }
   }
   if (turnId === "") {
     throw refusalError({ reason: RefusalReason.NO_OPEN_TURN });
   }
 
   const { trimmed, refusal } = checkArgs(request.args);
-  let outcome: Awaited<ReturnType<SuggestionStore["offer"]>>;
+  let outcome: Awaited<ReturnType<SuggestionStore["offerInSession"]>>;
   try {
-    outcome = await deps.store.offer(
-      sessionId,
-      { id: (deps.newId ?? randomUUID)(), turnId, toolCallId, ...trimmed },
-      refusal !== undefined,
-    );
+    const offer = { id: (deps.newId ?? randomUUID)(), turnId, toolCallId, ...trimmed };
+    outcome = inOneScript
+      ? await deps.store.offerInSession(sessionId, offer, refusal !== undefined)
+      : await deps.store.offer(sessionId, offer, refusal !== undefined);
   } catch (err) {
     throw dependencyError(err, "the suggestion store");
   }
   switch (outcome.kind) {
+    case "no-session":
+      throw refusalError({ reason: RefusalReason.NO_SESSION });
+    case "scheduled-task-folder":
+      throw refusalError({ reason: RefusalReason.SCHEDULED_TASK_FOLDER });
     case "lifetime-limit":
       throw refusalError({ reason: RefusalReason.LIFETIME_LIMIT });
     case "open-limit":

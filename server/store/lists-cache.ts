@@ -1,4 +1,4 @@
-import type { Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import { type Suggestion, SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import {
   type LogRecord,
   listsFromOffers,
@@ -31,7 +31,12 @@ interface CachedChat {
   lists: SuggestionLists | undefined;
   /** Single suggestions a GetSuggestion read brought (null: no such offer). */
   readonly one: Map<string, Suggestion | null>;
+  /** Suggestions of older versions, reused by the fold where their records are the same. */
+  readonly pool: readonly (Suggestion | null)[];
 }
+
+/** At most this many suggestions of older versions are kept for reuse per session. */
+const POOL_SIZE = 32;
 
 /** Default bound of the cache, in sessions: a chat holds at most 10 short offers. */
 export const DEFAULT_CACHED_SESSIONS = 2_000;
@@ -53,16 +58,59 @@ export function offersOf(reply: ScriptReply, from: number): OfferRecords[] {
   return offers;
 }
 
-/** Freezes the lists in depth: they are shared by every reader of their version. */
-function freezeLists(lists: SuggestionLists): SuggestionLists {
-  for (const suggestion of lists.byId.values()) {
-    if (suggestion.offeredAt) Object.freeze(suggestion.offeredAt);
-    if (suggestion.settledAt) Object.freeze(suggestion.settledAt);
-    Object.freeze(suggestion);
+/** Which records each suggestion was folded from: `<offer entry id> <settlement entry id>`. */
+const recordsOf = new WeakMap<Suggestion, string>();
+
+function freezeSuggestion(suggestion: Suggestion, records: string): Suggestion {
+  if (suggestion.offeredAt) Object.freeze(suggestion.offeredAt);
+  if (suggestion.settledAt) Object.freeze(suggestion.settledAt);
+  recordsOf.set(suggestion, records);
+  return Object.freeze(suggestion);
+}
+
+/**
+ * The fold of these offers (`listsFromOffers`, offer by offer: each suggestion is the
+ * fold of its own two records), frozen in depth, reusing every suggestion of `known`
+ * folded from the same two records: a change of one offer makes one new suggestion,
+ * and the others keep their objects, and so their encoding.
+ */
+function foldReusing(
+  sessionId: string,
+  offers: readonly OfferRecords[],
+  known: Iterable<Suggestion | null>,
+): SuggestionLists {
+  const pool = new Map<string, Suggestion>();
+  for (const suggestion of known) {
+    const records = suggestion === null ? undefined : recordsOf.get(suggestion);
+    if (suggestion !== null && records !== undefined) pool.set(records, suggestion);
   }
-  Object.freeze(lists.open);
-  Object.freeze(lists.settled);
-  return Object.freeze(lists);
+  const byId = new Map<string, Suggestion>();
+  const open: Suggestion[] = [];
+  const settled: Suggestion[] = [];
+  for (const pair of offers) {
+    const records = `${pair.offer.entryId} ${pair.settlement?.entryId ?? ""}`;
+    let suggestion = pool.get(records);
+    if (suggestion === undefined) {
+      const [made] = listsFromOffers(sessionId, [pair]).byId.values();
+      if (made === undefined) continue;
+      suggestion = freezeSuggestion(made, records);
+    }
+    if (byId.has(suggestion.id)) continue;
+    byId.set(suggestion.id, suggestion);
+    (suggestion.state === SuggestionState.OPEN ? open : settled).push(suggestion);
+  }
+  open.reverse();
+  Object.freeze(open);
+  Object.freeze(settled);
+  return Object.freeze({ open, settled, byId });
+}
+
+/** Every suggestion an entry holds. */
+function* suggestionsOf(chat: CachedChat | undefined): Iterable<Suggestion | null> {
+  if (chat === undefined) return;
+  yield* chat.pool;
+  if (chat.lists !== undefined) yield* chat.lists.byId.values();
+  yield* chat.one.values();
 }
 
 /**
@@ -111,7 +159,7 @@ export class ListsCache {
     if (held !== undefined && version === held.version && reply.length === 1) {
       chat.lists ??= held.lists;
     }
-    chat.lists ??= freezeLists(listsFromOffers(sessionId, offersOf(reply, 1)));
+    chat.lists ??= foldReusing(sessionId, offersOf(reply, 1), suggestionsOf(chat));
     return { version, lists: chat.lists };
   }
 
@@ -130,7 +178,7 @@ export class ListsCache {
     }
     const known = chat.lists ? chat.lists.byId.get(suggestionId) : chat.one.get(suggestionId);
     if (known !== undefined) return known;
-    const lists = freezeLists(listsFromOffers(sessionId, offersOf(reply, 1)));
+    const lists = foldReusing(sessionId, offersOf(reply, 1), suggestionsOf(chat));
     const suggestion = lists.byId.get(suggestionId) ?? null;
     chat.one.set(suggestionId, suggestion);
     return suggestion;
@@ -141,7 +189,8 @@ export class ListsCache {
     let chat = this.#chats.get(sessionId);
     if (chat !== undefined) this.#chats.delete(sessionId);
     if (chat === undefined || chat.version !== version) {
-      chat = { version, lists: undefined, one: new Map() };
+      const pool = [...suggestionsOf(chat)].slice(-POOL_SIZE);
+      chat = { version, lists: undefined, one: new Map(), pool };
     }
     this.#chats.set(sessionId, chat);
     if (this.#chats.size > this.maxSessions) {

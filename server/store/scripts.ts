@@ -16,7 +16,9 @@ export interface ScriptSource {
 /**
  * Reads every `<name>-<numKeys>.lua` file of `dir` (default `lua/`, the folder tests may
  * replace) and inlines its `--- @include "<file>"` lines from `<dir>/includes/`, as
- * bullmq does, so that shared fold code is written once. Any other `.lua` name throws.
+ * bullmq does, so that shared fold code is written once; a `--- @script "<name>-<n>"`
+ * line inlines another script's whole text (a script that runs it after checks of its
+ * own, as offerInSession-4.lua runs offer-3.lua). Any other `.lua` name throws.
  */
 export function loadScripts(dir: URL = LUA_DIR): readonly ScriptSource[] {
   const include = (name: string) => readFileSync(new URL(`includes/${name}.lua`, dir), "utf8");
@@ -25,10 +27,11 @@ export function loadScripts(dir: URL = LUA_DIR): readonly ScriptSource[] {
     .map((file) => {
       const match = /^([a-zA-Z]+)-(\d+)\.lua$/.exec(file);
       if (!match) throw new Error(`script file ${file} is not named <name>-<numKeys>.lua`);
-      const body = readFileSync(new URL(file, dir), "utf8").replace(
-        /^--- @include "([a-z-]+)"$/gm,
-        (_, name: string) => include(name),
-      );
+      const body = readFileSync(new URL(file, dir), "utf8")
+        .replace(/^--- @script "([a-zA-Z]+-\d+)"$/gm, (_, name: string) =>
+          readFileSync(new URL(`${name}.lua`, dir), "utf8"),
+        )
+        .replace(/^--- @include "([a-z-]+)"$/gm, (_, name: string) => include(name));
       return { name: match[1] as string, numberOfKeys: Number(match[2]), lua: body };
     });
 }
@@ -64,6 +67,14 @@ declare module "ioredis" {
       log: string,
       projection: string,
       changes: string,
+      ...argv: string[]
+    ): Result<ScriptReply, Context>;
+    /** lua/offerInSession-4.lua: offer-3.lua's reply, or `{ 100 }` / `{ 101 }`. */
+    offerInSession(
+      log: string,
+      projection: string,
+      changes: string,
+      session: string,
       ...argv: string[]
     ): Result<ScriptReply, Context>;
     /** lua/settle-3.lua */

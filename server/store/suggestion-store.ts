@@ -8,7 +8,7 @@ import {
 } from "../domain/fold.js";
 import { LIFETIME_LIMIT, OPEN_LIMIT } from "../domain/limits.js";
 import { type Outcome, STANDING_WORDS } from "../domain/settlement.js";
-import { sessionKeys } from "./keys.js";
+import { hostKeys, sessionKeys } from "./keys.js";
 import { ListsCache, type ListsSnapshot } from "./lists-cache.js";
 import type { ScriptReply } from "./scripts.js";
 
@@ -37,6 +37,45 @@ enum OfferStatus {
   OpenLimit = 3,
   TurnLimit = 4,
   Checked = 5,
+}
+
+/** ARGV of lua/offer-3.lua (and of offerInSession-4.lua, which runs it). */
+function offerArgs(offer: NewOffer, checkOnly: boolean): string[] {
+  return [
+    offer.id,
+    offer.turnId,
+    offer.toolCallId,
+    offer.title,
+    offer.tldr,
+    offer.brief,
+    checkOnly ? "check" : "append",
+    String(LIFETIME_LIMIT),
+    String(OPEN_LIMIT),
+  ];
+}
+
+/** Reads the reply of lua/offer-3.lua. */
+function offerOutcomeOf(sessionId: string, reply: ScriptReply): OfferOutcome {
+  const status = reply[0] as OfferStatus;
+  switch (status) {
+    case OfferStatus.Recorded:
+    case OfferStatus.Duplicate: {
+      const [record] = parseEntries([[reply[2] as string, reply[3] as string[]]]);
+      if (record === undefined) throw new Error("offer script answered no offer record");
+      const suggestion = offeredSuggestion(sessionId, record);
+      return { kind: status === OfferStatus.Recorded ? "recorded" : "duplicate", suggestion };
+    }
+    case OfferStatus.LifetimeLimit:
+      return { kind: "lifetime-limit" };
+    case OfferStatus.OpenLimit:
+      return { kind: "open-limit" };
+    case OfferStatus.TurnLimit:
+      return { kind: "turn-limit" };
+    case OfferStatus.Checked:
+      return { kind: "quota-ok" };
+    default:
+      throw new Error(`offer script answered an unknown status ${String(reply[0])}`);
+  }
 }
 
 /** What the atomic settle step answered; mirrors the status codes of lua/settle-3.lua. */
@@ -85,40 +124,33 @@ export class SuggestionStore {
    */
   async offer(sessionId: string, offer: NewOffer, checkOnly: boolean): Promise<OfferOutcome> {
     const keys = sessionKeys(sessionId);
-    const reply = await this.redis.offer(
+    const args = offerArgs(offer, checkOnly);
+    const reply = await this.redis.offer(keys.log, keys.projection, keys.changes, ...args);
+    return offerOutcomeOf(sessionId, reply);
+  }
+
+  /**
+   * `offer` behind the embedded host's session check (checks 2 and 3 of the design), in
+   * the same script and round trip (lua/offerInSession-4.lua): for a service whose chat
+   * host is the embedded one, on this same Redis. Answers `no-session` and
+   * `scheduled-task-folder` as the host's session would have.
+   */
+  async offerInSession(
+    sessionId: string,
+    offer: NewOffer,
+    checkOnly: boolean,
+  ): Promise<OfferOutcome | { readonly kind: "no-session" | "scheduled-task-folder" }> {
+    const keys = sessionKeys(sessionId);
+    const reply = await this.redis.offerInSession(
       keys.log,
       keys.projection,
       keys.changes,
-      offer.id,
-      offer.turnId,
-      offer.toolCallId,
-      offer.title,
-      offer.tldr,
-      offer.brief,
-      checkOnly ? "check" : "append",
-      String(LIFETIME_LIMIT),
-      String(OPEN_LIMIT),
+      hostKeys(sessionId).session,
+      ...offerArgs(offer, checkOnly),
     );
-    const status = reply[0] as OfferStatus;
-    switch (status) {
-      case OfferStatus.Recorded:
-      case OfferStatus.Duplicate: {
-        const [record] = parseEntries([[reply[2] as string, reply[3] as string[]]]);
-        if (record === undefined) throw new Error("offer script answered no offer record");
-        const suggestion = offeredSuggestion(sessionId, record);
-        return { kind: status === OfferStatus.Recorded ? "recorded" : "duplicate", suggestion };
-      }
-      case OfferStatus.LifetimeLimit:
-        return { kind: "lifetime-limit" };
-      case OfferStatus.OpenLimit:
-        return { kind: "open-limit" };
-      case OfferStatus.TurnLimit:
-        return { kind: "turn-limit" };
-      case OfferStatus.Checked:
-        return { kind: "quota-ok" };
-      default:
-        throw new Error(`offer script answered an unknown status ${String(reply[0])}`);
-    }
+    if (reply[0] === 100) return { kind: "no-session" };
+    if (reply[0] === 101) return { kind: "scheduled-task-folder" };
+    return offerOutcomeOf(sessionId, reply);
   }
 
   /**
@@ -179,6 +211,42 @@ export class SuggestionStore {
     return {
       outcome: settleOutcome(settleReply as ScriptReply),
       lists: this.cache.lists(sessionId, held, readReply as ScriptReply).lists,
+    };
+  }
+
+  /**
+   * `settle`, and the suggestion as it stands right after it, in one MULTI (as
+   * `settleAndList`, reading only that suggestion's records: readSuggestion-2.lua).
+   */
+  async settleAndRead(
+    sessionId: string,
+    suggestionId: string,
+    outcome: Outcome,
+    chatId = "",
+  ): Promise<{ readonly outcome: SettleOutcome; readonly suggestion: Suggestion | undefined }> {
+    const keys = sessionKeys(sessionId);
+    const held = this.cache.heldOne(sessionId, suggestionId);
+    const replies = await this.redis
+      .multi()
+      .settle(
+        keys.log,
+        keys.projection,
+        keys.changes,
+        suggestionId,
+        outcome,
+        chatId,
+        String(OPEN_LIMIT),
+      )
+      .readSuggestion(keys.log, keys.projection, suggestionId, held?.version ?? "")
+      .exec();
+    if (replies === null) throw new Error("the settle transaction was discarded");
+    const [[settleErr, settleReply] = [], [readErr, readReply] = []] = replies;
+    if (settleErr) throw settleErr;
+    if (readErr) throw readErr;
+    const suggestion = this.cache.one(sessionId, suggestionId, held, readReply as ScriptReply);
+    return {
+      outcome: settleOutcome(settleReply as ScriptReply),
+      suggestion: suggestion ?? undefined,
     };
   }
 

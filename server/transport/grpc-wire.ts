@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from "node:http2";
-import { create, type DescMessage, fromBinary, isMessage, toBinary } from "@bufbuild/protobuf";
+import { create, type DescMessage, fromBinary, isMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { encodedFrame, keepFrame } from "./encoded-once.js";
+import { encodedFrame, encodeMessage, keepFrame } from "./encoded-once.js";
 import { encodeGrpcMessage } from "./grpc-message.js";
 
 /*
@@ -16,7 +16,7 @@ export function frameOf(schema: DescMessage, result: unknown): Buffer {
   const output = isMessage(result, schema) ? result : create(schema, result as never);
   const known = encodedFrame(output);
   if (known !== undefined) return known;
-  const bytes = toBinary(schema, output);
+  const bytes = encodeMessage(schema, output);
   const frame = Buffer.allocUnsafe(5 + bytes.length);
   frame[0] = 0;
   frame.writeUInt32BE(bytes.length, 1);

@@ -99,7 +99,7 @@ describe("one Start is one trace: the caller's, the RPC span, the host and Redis
       while (up !== undefined && up !== rpc) up = byId.get(parentOf(up) ?? "");
       expect(up, span.name).toBe(rpc);
     }
-    // The settlement's MULTI (settle and readLists) is one transaction, not script spans.
+    // The settlement's MULTI (settle and readSuggestion) is one transaction, not script spans.
     expect(spans.map((s) => s.name).sort()).toEqual([
       `${HOST}/CreateChat`,
       `${HOST}/GetSession`,
@@ -107,7 +107,7 @@ describe("one Start is one trace: the caller's, the RPC span, the host and Redis
       START,
       "redis createChat",
       "redis postMessage",
-      "redis readLists",
+      "redis readSuggestion",
       "redis releaseLock",
     ]);
   });

@@ -9,6 +9,7 @@ import { startRedisServer } from "../../server/redis/redis-server-process.js";
 import { PubSub } from "../../server/store/pubsub.js";
 import { loadScripts } from "../../server/store/scripts.js";
 import { StartLocks } from "../../server/store/start-locks.js";
+import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { grpcClients, putSession, redisClient, tempDir, uniqueId } from "../support/harness.js";
 import { watch } from "../support/lists.js";
 import { type MonitoredCommand, startMonitor } from "../support/monitor.js";
@@ -62,6 +63,13 @@ async function fullFlow(): Promise<void> {
   const b = (await offerOne(clients, sessionId, "B")).id;
   const c = (await offerOne(clients, sessionId, "C")).id;
   await offerOne(clients, sessionId, "D").catch(() => undefined); // the open limit
+  // The offer script alone, as a service with a remote chat host runs it (the embedded
+  // host's SuggestTask runs it inside offerInSession-4.lua).
+  await new SuggestionStore(t.redis).offer(
+    sessionId,
+    { id: "e", turnId: "turn-e", toolCallId: "", title: "E", tldr: "e", brief: "e" },
+    true,
+  );
   await clients.suggestions.listSuggestions({ sessionId });
   await clients.suggestions.getSuggestion({ sessionId, suggestionId: a });
   await clients.suggestions.dismissSuggestion({ sessionId, suggestionId: a });
@@ -212,5 +220,6 @@ test("every script, transaction and command of the full flow touches one slot, t
       `script ${script.name} never ran in the flow; add a call that runs it`,
     ).toBe(true);
   }
-  expect(keyed).toBeGreaterThan(50);
+  // (Concurrent Starts of one suggestion on one instance are one flight, so fewer than before.)
+  expect(keyed).toBeGreaterThan(40);
 }, 60_000);

@@ -26,6 +26,7 @@ test("the service's scripts: each named by its file, with its number of keys", (
   const scripts = Object.fromEntries(loadScripts().map((s) => [s.name, s.numberOfKeys]));
   expect(scripts).toEqual({
     offer: 3,
+    offerInSession: 4,
     settle: 3,
     readLists: 2,
     readSuggestion: 2,
