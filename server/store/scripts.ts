@@ -77,6 +77,13 @@ declare module "ioredis" {
       session: string,
       ...argv: string[]
     ): Result<ScriptReply, Context>;
+    /** lua/settleAndRead-3.lua: `{ settle-3.lua's reply, readSuggestion-2.lua's reply }`. */
+    settleAndRead(
+      log: string,
+      projection: string,
+      changes: string,
+      ...argv: string[]
+    ): Result<[ScriptReply, ScriptReply], Context>;
     /** lua/settle-3.lua */
     settle(
       log: string,

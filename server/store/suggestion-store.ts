@@ -215,8 +215,9 @@ export class SuggestionStore {
   }
 
   /**
-   * `settle`, and the suggestion as it stands right after it, in one MULTI (as
-   * `settleAndList`, reading only that suggestion's records: readSuggestion-2.lua).
+   * `settle`, and the suggestion as it stands right after it, in one script
+   * (lua/settleAndRead-3.lua: settle-3.lua, then readSuggestion-2.lua): as
+   * `settleAndList`, reading only that suggestion's records, in one round trip.
    */
   async settleAndRead(
     sessionId: string,
@@ -225,29 +226,17 @@ export class SuggestionStore {
     chatId = "",
   ): Promise<{ readonly outcome: SettleOutcome; readonly suggestion: Suggestion | undefined }> {
     const keys = sessionKeys(sessionId);
-    const held = this.cache.heldOne(sessionId, suggestionId);
-    const replies = await this.redis
-      .multi()
-      .settle(
-        keys.log,
-        keys.projection,
-        keys.changes,
-        suggestionId,
-        outcome,
-        chatId,
-        String(OPEN_LIMIT),
-      )
-      .readSuggestion(keys.log, keys.projection, suggestionId, held?.version ?? "")
-      .exec();
-    if (replies === null) throw new Error("the settle transaction was discarded");
-    const [[settleErr, settleReply] = [], [readErr, readReply] = []] = replies;
-    if (settleErr) throw settleErr;
-    if (readErr) throw readErr;
-    const suggestion = this.cache.one(sessionId, suggestionId, held, readReply as ScriptReply);
-    return {
-      outcome: settleOutcome(settleReply as ScriptReply),
-      suggestion: suggestion ?? undefined,
-    };
+    const [settleReply, readReply] = await this.redis.settleAndRead(
+      keys.log,
+      keys.projection,
+      keys.changes,
+      suggestionId,
+      outcome,
+      chatId,
+      String(OPEN_LIMIT),
+    );
+    const suggestion = this.cache.one(sessionId, suggestionId, undefined, readReply);
+    return { outcome: settleOutcome(settleReply), suggestion: suggestion ?? undefined };
   }
 
   /**

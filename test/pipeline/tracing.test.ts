@@ -99,7 +99,7 @@ describe("one Start is one trace: the caller's, the RPC span, the host and Redis
       while (up !== undefined && up !== rpc) up = byId.get(parentOf(up) ?? "");
       expect(up, span.name).toBe(rpc);
     }
-    // The settlement's MULTI (settle and readSuggestion) is one transaction, not script spans.
+    // The settlement and its read are one script (settleAndRead).
     expect(spans.map((s) => s.name).sort()).toEqual([
       `${HOST}/CreateChat`,
       `${HOST}/GetSession`,
@@ -109,6 +109,7 @@ describe("one Start is one trace: the caller's, the RPC span, the host and Redis
       "redis postMessage",
       "redis readSuggestion",
       "redis releaseLock",
+      "redis settleAndRead",
     ]);
   });
 
@@ -135,7 +136,8 @@ test("a call without a traceparent starts a trace of its own", async () => {
     .getFinishedSpans()
     .find((s) => s.name === "oda.suggest.v1.SuggestionService/SuggestTask");
   expect(rpc?.parentSpanContext).toBeUndefined();
-  const offer = exporter.getFinishedSpans().find((s) => s.name === "redis offer");
+  // With the embedded host, the session check and the offer are one script.
+  const offer = exporter.getFinishedSpans().find((s) => s.name === "redis offerInSession");
   expect(offer?.spanContext().traceId).toBe(rpc?.spanContext().traceId);
   expect(parentOf(offer as ReadableSpan)).toBe(rpc?.spanContext().spanId);
 });

@@ -63,13 +63,17 @@ async function fullFlow(): Promise<void> {
   const b = (await offerOne(clients, sessionId, "B")).id;
   const c = (await offerOne(clients, sessionId, "C")).id;
   await offerOne(clients, sessionId, "D").catch(() => undefined); // the open limit
-  // The offer script alone, as a service with a remote chat host runs it (the embedded
-  // host's SuggestTask runs it inside offerInSession-4.lua).
-  await new SuggestionStore(t.redis).offer(
+  // The offer and settle scripts alone, as a service with a remote chat host, and
+  // settleAndList, run them (the service's own calls run them inside offerInSession-4.lua
+  // and settleAndRead-3.lua).
+  const store = new SuggestionStore(t.redis);
+  await store.offer(
     sessionId,
     { id: "e", turnId: "turn-e", toolCallId: "", title: "E", tldr: "e", brief: "e" },
     true,
   );
+  await store.settleAndList(sessionId, a, "dismissed");
+  await store.settle(sessionId, a, "restored");
   await clients.suggestions.listSuggestions({ sessionId });
   await clients.suggestions.getSuggestion({ sessionId, suggestionId: a });
   await clients.suggestions.dismissSuggestion({ sessionId, suggestionId: a });

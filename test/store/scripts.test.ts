@@ -28,6 +28,7 @@ test("the service's scripts: each named by its file, with its number of keys", (
     offer: 3,
     offerInSession: 4,
     settle: 3,
+    settleAndRead: 3,
     readLists: 2,
     readSuggestion: 2,
     extendLock: 1,
