@@ -42,6 +42,28 @@ export async function h2load(port: number, path: string, body: Buffer, pid: numb
   return { callsPerSecond: done / WINDOW_S, cpuUs: ((after - before) / done) * 1e6 };
 }
 
+/** One unary gRPC call on a raw HTTP/2 session; rejects unless its status is OK. */
+function call(s: http2.ClientHttp2Session, path: string, body: Buffer): Promise<void> {
+  return new Promise<void>((ok, fail) => {
+    const req = s.request({
+      ":method": "POST",
+      ":path": path,
+      "content-type": "application/grpc",
+      te: "trailers",
+    });
+    req.on("trailers", (t) =>
+      t["grpc-status"] === "0" ? ok() : fail(new Error(String(t["grpc-message"]))),
+    );
+    req.on("response", (h) => {
+      if (h["grpc-status"] !== undefined && h["grpc-status"] !== "0")
+        fail(new Error(String(h["grpc-message"])));
+    });
+    req.on("data", () => {});
+    req.on("error", fail);
+    req.end(body);
+  });
+}
+
 /** 64 loops, each running its own sequence of calls in order, for the window. */
 export async function sequences(
   port: number,
@@ -49,25 +71,6 @@ export async function sequences(
   pid: number,
 ) {
   const sessions = Array.from({ length: 4 }, () => http2.connect(`http://127.0.0.1:${port}`));
-  const call = (s: http2.ClientHttp2Session, path: string, body: Buffer) =>
-    new Promise<void>((ok, fail) => {
-      const req = s.request({
-        ":method": "POST",
-        ":path": path,
-        "content-type": "application/grpc",
-        te: "trailers",
-      });
-      req.on("trailers", (t) =>
-        t["grpc-status"] === "0" ? ok() : fail(new Error(String(t["grpc-message"]))),
-      );
-      req.on("response", (h) => {
-        if (h["grpc-status"] !== undefined && h["grpc-status"] !== "0")
-          fail(new Error(String(h["grpc-message"])));
-      });
-      req.on("data", () => {});
-      req.on("error", fail);
-      req.end(body);
-    });
   let counting = false;
   let stop = false;
   const counts = new Map<string, number>();
@@ -97,25 +100,6 @@ export async function sequences(
 /** 64 loops, each through its own list of calls once: CPU µs per call over the whole run. */
 export async function once(port: number, lists: [string, Buffer][][], pid: number) {
   const sessions = Array.from({ length: 4 }, () => http2.connect(`http://127.0.0.1:${port}`));
-  const call = (s: http2.ClientHttp2Session, path: string, body: Buffer) =>
-    new Promise<void>((ok, fail) => {
-      const req = s.request({
-        ":method": "POST",
-        ":path": path,
-        "content-type": "application/grpc",
-        te: "trailers",
-      });
-      req.on("trailers", (t) =>
-        t["grpc-status"] === "0" ? ok() : fail(new Error(String(t["grpc-message"]))),
-      );
-      req.on("response", (h) => {
-        if (h["grpc-status"] !== undefined && h["grpc-status"] !== "0")
-          fail(new Error(String(h["grpc-message"])));
-      });
-      req.on("data", () => {});
-      req.on("error", fail);
-      req.end(body);
-    });
   const before = cpuSeconds(pid);
   const began = performance.now();
   let calls = 0;

@@ -78,6 +78,25 @@ function offerOutcomeOf(sessionId: string, reply: ScriptReply): OfferOutcome {
   }
 }
 
+/** KEYS and ARGV of lua/settle-3.lua (and of settleAndRead-3.lua, which runs it). */
+function settleArgs(
+  sessionId: string,
+  suggestionId: string,
+  outcome: Outcome,
+  chatId: string,
+): [string, string, string, ...string[]] {
+  const keys = sessionKeys(sessionId);
+  return [
+    keys.log,
+    keys.projection,
+    keys.changes,
+    suggestionId,
+    outcome,
+    chatId,
+    String(OPEN_LIMIT),
+  ];
+}
+
 /** What the atomic settle step answered; mirrors the status codes of lua/settle-3.lua. */
 export interface SettleOutcome {
   readonly kind: "recorded" | "already" | "not-found" | "not-open" | "open-limit";
@@ -165,16 +184,7 @@ export class SuggestionStore {
     outcome: Outcome,
     chatId = "",
   ): Promise<SettleOutcome> {
-    const keys = sessionKeys(sessionId);
-    const reply = await this.redis.settle(
-      keys.log,
-      keys.projection,
-      keys.changes,
-      suggestionId,
-      outcome,
-      chatId,
-      String(OPEN_LIMIT),
-    );
+    const reply = await this.redis.settle(...settleArgs(sessionId, suggestionId, outcome, chatId));
     return settleOutcome(reply);
   }
 
@@ -193,15 +203,7 @@ export class SuggestionStore {
     const held = this.cache.heldLists(sessionId);
     const replies = await this.redis
       .multi()
-      .settle(
-        keys.log,
-        keys.projection,
-        keys.changes,
-        suggestionId,
-        outcome,
-        chatId,
-        String(OPEN_LIMIT),
-      )
+      .settle(...settleArgs(sessionId, suggestionId, outcome, chatId))
       .readLists(keys.log, keys.projection, held?.version ?? "")
       .exec();
     if (replies === null) throw new Error("the settle transaction was discarded");
@@ -225,15 +227,8 @@ export class SuggestionStore {
     outcome: Outcome,
     chatId = "",
   ): Promise<{ readonly outcome: SettleOutcome; readonly suggestion: Suggestion | undefined }> {
-    const keys = sessionKeys(sessionId);
     const [settleReply, readReply] = await this.redis.settleAndRead(
-      keys.log,
-      keys.projection,
-      keys.changes,
-      suggestionId,
-      outcome,
-      chatId,
-      String(OPEN_LIMIT),
+      ...settleArgs(sessionId, suggestionId, outcome, chatId),
     );
     const suggestion = this.cache.one(sessionId, suggestionId, undefined, readReply);
     return { outcome: settleOutcome(settleReply), suggestion: suggestion ?? undefined };

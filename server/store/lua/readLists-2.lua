@@ -13,33 +13,22 @@
   Result: { version, offer, settlement, offer, settlement, ... }, or { version } alone
   when it equals `have` (the caller's lists are current: nothing else is read or sent)
     version     `<id of the last stream entry>:<XLEN>` ('0-0:0' for an empty log): equal
-                versions, equal lists. Stream ids only grow and records never change,
-                so the entries at or below the last id can only be deleted: the same
-                last id and the same length mean the same records, whatever was
-                appended or XDELed in between (only a DEL of the whole stream, rebuilt
-                to the same length within the same millisecond, could repeat one).
+                versions, equal lists (includes/reads.lua says why)
     then two entries per offer, in offer order, each { entry id, { field, value, ... } }:
     offer       the offer's `offered` record
     settlement  the `settled` record the offer stands by; {} while it is open
 ]]
 --- @include "projection"
+--- @include "reads"
 
 local log, proj = KEYS[1], KEYS[2]
 
-local last = redis.call('XREVRANGE', log, '+', '-', 'COUNT', 1)[1]
-local version = (last and last[1] or '0-0') .. ':' .. redis.call('XLEN', log)
+local version = logVersion(log)
 if version == ARGV[1] then
   return { version }
 end
 
 catchUp(log, proj)
-
-local function entry(entryId)
-  if not entryId then
-    return {}
-  end
-  return redis.call('XRANGE', log, entryId, entryId)[1] or {}
-end
 
 local head = redis.call('HMGET', proj, 'n')
 local result = { version }
@@ -54,6 +43,6 @@ for i, id in ipairs(hmget(proj, order)) do
 end
 refs = hmget(proj, refs)
 for i = 1, #refs do
-  result[i + 1] = entry(refs[i])
+  result[i + 1] = entryAt(log, refs[i])
 end
 return result

@@ -14,23 +14,16 @@
     settlement  the `settled` record it stands by; {} while it is open
 ]]
 --- @include "projection"
+--- @include "reads"
 
 local log, proj, id = KEYS[1], KEYS[2], ARGV[1]
 
-local last = redis.call('XREVRANGE', log, '+', '-', 'COUNT', 1)[1]
-local version = (last and last[1] or '0-0') .. ':' .. redis.call('XLEN', log)
+local version = logVersion(log)
 if version == ARGV[2] then
   return { version }
 end
 
 catchUp(log, proj)
 
-local function entry(entryId)
-  if not entryId then
-    return {}
-  end
-  return redis.call('XRANGE', log, entryId, entryId)[1] or {}
-end
-
 local refs = redis.call('HMGET', proj, 'e:' .. id, 'a:' .. id)
-return { version, entry(refs[1]), entry(refs[2]) }
+return { version, entryAt(log, refs[1]), entryAt(log, refs[2]) }
