@@ -116,3 +116,19 @@ export async function once(port: number, lists: [string, Buffer][][], pid: numbe
   for (const s of sessions) s.close();
   return { calls, callsPerSecond: calls / seconds, cpuUs: (cpu / calls) * 1e6 };
 }
+
+/** h2load sending `n` copies of one call at once on one connection: ms until all answered. */
+export async function h2loadBurst(port: number, path: string, body: Buffer, n: number) {
+  const dir = mkdtempSync(join(tmpdir(), "h2burst-"));
+  const file = join(dir, "body");
+  writeFileSync(file, body);
+  const { stdout } = await run("h2load", [
+    ...["-n", String(n), "-c", "1", "-m", String(n), "-d", file],
+    ...["-H", "content-type: application/grpc", "-H", "te: trailers"],
+    `http://127.0.0.1:${port}${path}`,
+  ]);
+  rmSync(dir, { recursive: true, force: true });
+  const [, value, unit] = /finished in ([\d.]+)(ms|s|us)/.exec(stdout) ?? [];
+  const scale = unit === "s" ? 1000 : unit === "us" ? 0.001 : 1;
+  return Number(value) * scale;
+}
