@@ -12,7 +12,7 @@ import type { ScriptReply } from "./scripts.js";
 export interface ListsSnapshot {
   /**
    * `<id of the last stream entry>:<XLEN>` (`0-0:0` for an empty log): equal versions,
-   * equal lists (lua/readLists-2.lua says why).
+   * equal lists (lua/includes/reads.lua says why).
    */
   readonly version: string;
   readonly lists: SuggestionLists;
