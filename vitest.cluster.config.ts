@@ -16,6 +16,7 @@ export default defineConfig({
       "test/rpc/list.test.ts",
       "test/store/list-read.test.ts",
       "test/store/lua-suggestions.test.ts",
+      "test/store/lists-cache.test.ts",
       "test/store/lua-locks-host.test.ts",
       "test/rpc/settle.test.ts",
       "test/rpc/withdraw.test.ts",

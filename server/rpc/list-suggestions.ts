@@ -1,17 +1,16 @@
-import { create } from "@bufbuild/protobuf";
-import {
-  type GetSuggestionRequest,
-  type GetSuggestionResponse,
-  GetSuggestionResponseSchema,
-  type ListSuggestionsRequest,
-  type ListSuggestionsResponse,
-  ListSuggestionsResponseSchema,
+import type { Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import type {
+  GetSuggestionRequest,
+  GetSuggestionResponse,
+  ListSuggestionsRequest,
+  ListSuggestionsResponse,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { SuggestionErrorCode } from "../domain/failures.js";
 import type { SuggestionLists } from "../domain/fold.js";
 import { requireId } from "../domain/ids.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import { dependencyError, suggestionError } from "./errors.js";
+import { getResponseOf, listResponseOf } from "./shared-responses.js";
 
 /** What the list and get handlers need. */
 export interface ListSuggestionsDeps {
@@ -38,20 +37,22 @@ export async function readLists(
 /**
  * ListSuggestions: open offers newest first, settled ones in the order their offers
  * appeared (so a restored offer returns to its place by offer time), each with its
- * state, times, turn and, when started, its chat. Pinned by test/rpc/list.test.ts.
+ * state, times, turn and, when started, its chat. An unchanged chat answers the same
+ * response object as the last call (rpc/shared-responses.ts). Pinned by
+ * test/rpc/list.test.ts.
  */
 export async function listSuggestions(
   deps: ListSuggestionsDeps,
   request: ListSuggestionsRequest,
 ): Promise<ListSuggestionsResponse> {
   const sessionId = requireId("session_id", request.sessionId);
-  const { open, settled } = await readLists(deps.store, sessionId);
-  return create(ListSuggestionsResponseSchema, { open, settled });
+  return listResponseOf(await readLists(deps.store, sessionId));
 }
 
 /**
- * GetSuggestion: one suggestion as the fold gives it; `task-suggestion/not-found` when
- * the session's log holds no offer with that id.
+ * GetSuggestion: one suggestion as the fold gives it, reading only its records
+ * (`SuggestionStore.suggestion`); `task-suggestion/not-found` when the session's log
+ * holds no offer with that id.
  */
 export async function getSuggestion(
   deps: ListSuggestionsDeps,
@@ -59,9 +60,14 @@ export async function getSuggestion(
 ): Promise<GetSuggestionResponse> {
   const sessionId = requireId("session_id", request.sessionId);
   const suggestionId = requireId("suggestion_id", request.suggestionId);
-  const suggestion = (await readLists(deps.store, sessionId)).byId.get(suggestionId);
+  let suggestion: Suggestion | undefined;
+  try {
+    suggestion = await deps.store.suggestion(sessionId, suggestionId);
+  } catch (err) {
+    throw dependencyError(err, "the suggestion store");
+  }
   if (suggestion === undefined) {
     throw suggestionError({ code: SuggestionErrorCode.NotFound, suggestionId });
   }
-  return create(GetSuggestionResponseSchema, { suggestion });
+  return getResponseOf(suggestion);
 }

@@ -46,9 +46,9 @@ export async function settleSuggestion(
 ): Promise<Suggestion> {
   const sessionId = requireId("session_id", request.sessionId);
   const suggestionId = requireId("suggestion_id", request.suggestionId);
-  let answer: Awaited<ReturnType<SuggestionStore["settleAndList"]>>;
+  let answer: Awaited<ReturnType<SuggestionStore["settleAndRead"]>>;
   try {
-    answer = await deps.store.settleAndList(sessionId, suggestionId, outcome);
+    answer = await deps.store.settleAndRead(sessionId, suggestionId, outcome);
   } catch (err) {
     throw dependencyError(err, "the suggestion store");
   }
@@ -56,7 +56,7 @@ export async function settleSuggestion(
   switch (kind) {
     case "recorded":
     case "already": {
-      const suggestion = answer.lists.byId.get(suggestionId);
+      const suggestion = answer.suggestion;
       if (suggestion === undefined) {
         throw new Error(`settle answered ${kind} for ${suggestionId}, which the fold lacks`);
       }

@@ -12,7 +12,6 @@ import {
   StartSuggestionResponseSchema,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { SuggestionErrorCode } from "../domain/failures.js";
-import type { SuggestionLists } from "../domain/fold.js";
 import { isValidId, requireId } from "../domain/ids.js";
 import {
   startedChatSettings,
@@ -25,6 +24,7 @@ import type { StartResult } from "../store/start-lock-protocol.js";
 import type { StartLocks } from "../store/start-locks.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import { dependencyError, suggestionError } from "./errors.js";
+import { Flights } from "./start-flights.js";
 
 /** What StartSuggestion needs. */
 export interface StartSuggestionDeps {
@@ -41,17 +41,38 @@ export interface StartSuggestionDeps {
  * sure the brief was posted); then, for an open one, the single-flight lock per
  * (session, suggestion), under which the holder creates the chat, records `started`
  * only if the offer is still open, and posts the brief. Callers that find the lock
- * taken wait for the holder's result and answer the same chat. Pinned by
+ * taken wait for the holder's result and answer the same chat; concurrent Starts of one
+ * suggestion on one instance share one flight, so the waiters do not repeat the
+ * holder's reads (each still stops waiting when its own call ends). Pinned by
  * test/rpc/start.test.ts, test/rpc/start-concurrency.test.ts, test/rpc/start-stall.test.ts and
  * test/e2e/start-crash.test.ts.
  */
-export async function startSuggestion(
+export function startSuggestion(
   deps: StartSuggestionDeps,
   request: StartSuggestionRequest,
   signal?: AbortSignal,
 ): Promise<StartSuggestionResponse> {
   const sessionId = requireId("session_id", request.sessionId);
   const suggestionId = requireId("suggestion_id", request.suggestionId);
+  // Concurrent Starts of one suggestion on this instance are one flight (start-flights.ts).
+  let flights = instanceFlights.get(deps.startLocks);
+  if (flights === undefined) {
+    flights = new Flights();
+    instanceFlights.set(deps.startLocks, flights);
+  }
+  const key = `${sessionId}\n${suggestionId}`;
+  return flights.join(key, () => startOnce(deps, sessionId, suggestionId), signal);
+}
+
+/** The flights of each instance, found by its start locks (one per instance). */
+const instanceFlights = new WeakMap<StartLocks, Flights<StartSuggestionResponse>>();
+
+/** One Start, as the design orders it (see `startSuggestion`). */
+async function startOnce(
+  deps: StartSuggestionDeps,
+  sessionId: string,
+  suggestionId: string,
+): Promise<StartSuggestionResponse> {
   const session = await offeringSession(deps, sessionId, suggestionId);
   const locks = deps.startLocks;
   const until = Date.now() + locks.maxWaitMs;
@@ -73,7 +94,7 @@ export async function startSuggestion(
     }
     let turn: Awaited<ReturnType<StartLocks["take"]>>;
     try {
-      turn = await locks.take(sessionId, suggestionId, { until, signal });
+      turn = await locks.take(sessionId, suggestionId, { until });
     } catch (err) {
       throw dependencyError(err, "the suggestion store");
     }
@@ -119,9 +140,9 @@ async function startHeld(
     if (!isValidId(chatId)) {
       throw new ConnectError("the chat host answered an unusable chat id", Code.Internal);
     }
-    let settled: Awaited<ReturnType<SuggestionStore["settleAndList"]>>;
+    let settled: Awaited<ReturnType<SuggestionStore["settleAndRead"]>>;
     try {
-      settled = await deps.store.settleAndList(sessionId, suggestionId, "started", chatId);
+      settled = await deps.store.settleAndRead(sessionId, suggestionId, "started", chatId);
     } catch (err) {
       throw dependencyError(err, "the suggestion store");
     }
@@ -131,7 +152,10 @@ async function startHeld(
       case "already": {
         // `already`: an earlier holder (stalled past its lock, or crashed after this
         // step) recorded it; the recorded chat is the one, and its brief is made sure of.
-        const started = suggestionIn(settled.lists, suggestionId);
+        const started = settled.suggestion;
+        if (started === undefined) {
+          throw suggestionError({ code: SuggestionErrorCode.NotFound, suggestionId });
+        }
         await postBrief(deps.host, started, started.chatId);
         result = "delivered";
         return create(StartSuggestionResponseSchema, {
@@ -192,17 +216,12 @@ async function readSuggestion(
   sessionId: string,
   suggestionId: string,
 ): Promise<Suggestion> {
-  let lists: SuggestionLists;
+  let suggestion: Suggestion | undefined;
   try {
-    lists = await store.lists(sessionId);
+    suggestion = await store.suggestion(sessionId, suggestionId);
   } catch (err) {
     throw dependencyError(err, "the suggestion store");
   }
-  return suggestionIn(lists, suggestionId);
-}
-
-function suggestionIn(lists: SuggestionLists, suggestionId: string): Suggestion {
-  const suggestion = lists.byId.get(suggestionId);
   if (suggestion === undefined) {
     throw suggestionError({ code: SuggestionErrorCode.NotFound, suggestionId });
   }

@@ -1,13 +1,12 @@
-import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
-import {
-  type WatchSuggestionsRequest,
-  type WatchSuggestionsResponse,
-  WatchSuggestionsResponseSchema,
+import type {
+  WatchSuggestionsRequest,
+  WatchSuggestionsResponse,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { requireId } from "../domain/ids.js";
 import type { WatchHub } from "../store/watch-hub.js";
 import { dependencyError } from "./errors.js";
+import { watchResponseOf } from "./shared-responses.js";
 
 /** What the watch handler needs. */
 export interface WatchSuggestionsDeps {
@@ -28,8 +27,9 @@ export async function* watchSuggestions(
 ): AsyncGenerator<WatchSuggestionsResponse, void> {
   const sessionId = requireId("session_id", request.sessionId);
   try {
-    for await (const { open, settled } of deps.watchHub.watch(sessionId, context.signal)) {
-      yield create(WatchSuggestionsResponseSchema, { open, settled });
+    // One message per version, shared by every watcher of the chat on this instance.
+    for await (const lists of deps.watchHub.watch(sessionId, context.signal)) {
+      yield watchResponseOf(lists);
     }
   } catch (err) {
     throw dependencyError(err, "the suggestion store");

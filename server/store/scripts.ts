@@ -16,7 +16,9 @@ export interface ScriptSource {
 /**
  * Reads every `<name>-<numKeys>.lua` file of `dir` (default `lua/`, the folder tests may
  * replace) and inlines its `--- @include "<file>"` lines from `<dir>/includes/`, as
- * bullmq does, so that shared fold code is written once. Any other `.lua` name throws.
+ * bullmq does, so that shared fold code is written once; a `--- @script "<name>-<n>"`
+ * line inlines another script's whole text (a script that runs it after checks of its
+ * own, as settleAndRead-3.lua runs settle-3.lua). Any other `.lua` name throws.
  */
 export function loadScripts(dir: URL = LUA_DIR): readonly ScriptSource[] {
   const include = (name: string) => readFileSync(new URL(`includes/${name}.lua`, dir), "utf8");
@@ -25,10 +27,11 @@ export function loadScripts(dir: URL = LUA_DIR): readonly ScriptSource[] {
     .map((file) => {
       const match = /^([a-zA-Z]+)-(\d+)\.lua$/.exec(file);
       if (!match) throw new Error(`script file ${file} is not named <name>-<numKeys>.lua`);
-      const body = readFileSync(new URL(file, dir), "utf8").replace(
-        /^--- @include "([a-z-]+)"$/gm,
-        (_, name: string) => include(name),
-      );
+      const body = readFileSync(new URL(file, dir), "utf8")
+        .replace(/^--- @script "([a-zA-Z]+-\d+)"$/gm, (_, name: string) =>
+          readFileSync(new URL(`${name}.lua`, dir), "utf8"),
+        )
+        .replace(/^--- @include "([a-z-]+)"$/gm, (_, name: string) => include(name));
       return { name: match[1] as string, numberOfKeys: Number(match[2]), lua: body };
     });
 }
@@ -66,6 +69,13 @@ declare module "ioredis" {
       changes: string,
       ...argv: string[]
     ): Result<ScriptReply, Context>;
+    /** lua/settleAndRead-3.lua: `{ settle-3.lua's reply, readSuggestion-2.lua's reply }`. */
+    settleAndRead(
+      log: string,
+      projection: string,
+      changes: string,
+      ...argv: string[]
+    ): Result<[ScriptReply, ScriptReply], Context>;
     /** lua/settle-3.lua */
     settle(
       log: string,
@@ -82,8 +92,6 @@ declare module "ioredis" {
     ): Result<ScriptReply, Context>;
     /** lua/settlements-2.lua: `{ offers, settlements }`. */
     settlements(log: string, projection: string, after: string): Result<ScriptReply, Context>;
-    /** lua/readLists-2.lua: `{ version, offer, settlement, ... }`. */
-    readLists(log: string, projection: string): Result<ScriptReply, Context>;
     /** lua/announce-2.lua: the chat's new inbox token. */
     announce(chats: string, pending: string, ...argv: string[]): Result<number, Context>;
     /** lua/inboxPage-4.lua: `{ pending, members, docs }`. */
@@ -104,6 +112,15 @@ declare module "ioredis" {
     ): Result<number, Context>;
     /** lua/inboxChat-2.lua: `{ position, offer, ... }`. */
     inboxChat(log: string, projection: string, ...argv: string[]): Result<ScriptReply, Context>;
+    /** lua/readLists-2.lua: `{ version, offer, settlement, ... }`, or `{ version }` when `have`. */
+    readLists(log: string, projection: string, have?: string): Result<ScriptReply, Context>;
+    /** lua/readSuggestion-2.lua: `{ version, offer, settlement }`, or `{ version }` when `have`. */
+    readSuggestion(
+      log: string,
+      projection: string,
+      suggestionId: string,
+      have: string,
+    ): Result<ScriptReply, Context>;
     /** lua/extendLock-1.lua: 1 when the caller still holds the lock. */
     extendLock(lock: string, token: string, ttlMs: string): Result<number, Context>;
     /** lua/releaseLock-2.lua: 1 when the caller held the lock. */

@@ -83,8 +83,8 @@ class Inbox implements ChannelListener {
  * The single-flight locks of StartSuggestion on one server instance: a `SET NX PX` lock
  * per (session, suggestion) with a random token, and one Redis subscriber connection
  * through which callers that find a lock taken hear the holder's result, instead of
- * polling. A caller subscribes before it tries the lock, so no result can slip between
- * the two; when it hears nothing it wakes once the lock could have expired (the holder
+ * polling. A caller that finds the lock taken subscribes and then tries it once more,
+ * so no result can slip between the two (an uncontended Start subscribes to nothing); when it hears nothing it wakes once the lock could have expired (the holder
  * died) and checks again. Pinned by test/store/start-lock.test.ts and
  * test/rpc/start-concurrency.test.ts.
  */
@@ -124,18 +124,22 @@ export class StartLocks {
   ): Promise<LockTurn> {
     const channel = startResultChannel(sessionId);
     const key = startLockKey(sessionId, suggestionId);
+    const token = randomBytes(16).toString("hex");
+    const tryLock = async (): Promise<LockTurn | undefined> => {
+      const taken = await this.#redis.set(key, token, "PX", this.settings.ttlMs, "NX");
+      if (taken !== "OK") return undefined;
+      const lock = new HeldStartLock(this.#redis, sessionId, suggestionId, token, this.settings);
+      return { kind: "held", lock };
+    };
+    // Uncontended (the usual case): the lock at once, with no subscription at all.
+    const first = await tryLock();
+    if (first !== undefined) return first;
     const inbox = new Inbox(suggestionId);
-    // Subscribed before the lock is tried, so no result can slip between the two.
+    // Subscribed, then the lock tried again, so no result can slip between the two.
     await this.#pubsub.listen(channel, inbox);
     try {
-      const token = randomBytes(16).toString("hex");
-      const taken = await this.#redis.set(key, token, "PX", this.settings.ttlMs, "NX");
-      if (taken === "OK") {
-        return {
-          kind: "held",
-          lock: new HeldStartLock(this.#redis, sessionId, suggestionId, token, this.settings),
-        };
-      }
+      const again = await tryLock();
+      if (again !== undefined) return again;
       const pttl = await this.#redis.pttl(key);
       // -2: already gone, check again at once; -1 (no expiry; never set so): one lifetime.
       const expiresIn = pttl === -2 ? 0 : pttl < 0 ? this.settings.ttlMs : pttl + EXPIRY_SLACK_MS;

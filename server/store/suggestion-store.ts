@@ -6,8 +6,6 @@ import {
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import {
   type LogRecord,
-  listsFromOffers,
-  type OfferRecords,
   offeredSuggestion,
   parseEntries,
   type SuggestionLists,
@@ -22,6 +20,7 @@ import {
   withdrawOffer,
 } from "./agent-settlements.js";
 import { sessionKeys, WORKSPACE_CHANNEL_PARTS, workspaceKeys } from "./keys.js";
+import { ListsCache, type ListsSnapshot } from "./lists-cache.js";
 import type { ScriptReply } from "./scripts.js";
 import { announced, type Fenced, WorkspaceInbox } from "./workspace-inbox.js";
 
@@ -81,27 +80,7 @@ function settleOutcome(reply: ScriptReply): SettleOutcome | Fenced {
   };
 }
 
-/** A session's lists and how far into its log they were read. */
-export interface ListsSnapshot {
-  /** The id of the last entry folded (`0-0` for an empty log): equal ids, equal lists. */
-  readonly version: string;
-  readonly lists: SuggestionLists;
-}
-
-/** Reads the reply of lua/readLists-2.lua. */
-function snapshotOf(sessionId: string, reply: ScriptReply): ListsSnapshot {
-  const record = (entry: ScriptReply[number]): LogRecord | undefined => {
-    if (!Array.isArray(entry) || entry.length < 2) return undefined;
-    return parseEntries([[entry[0] as string, entry[1] as string[]]])[0];
-  };
-  const offers: OfferRecords[] = [];
-  for (let i = 1; i + 1 < reply.length; i += 2) {
-    const offer = record(reply[i]);
-    // An offer record gone from the stream (XDEL by hand) is gone from the fold too.
-    if (offer !== undefined) offers.push({ offer, settlement: record(reply[i + 1]) });
-  }
-  return { version: String(reply[0]), lists: listsFromOffers(sessionId, offers) };
-}
+export type { ListsSnapshot } from "./lists-cache.js";
 
 /**
  * One session's suggestions on Redis: the stream is the truth, the projection hash a
@@ -110,13 +89,20 @@ function snapshotOf(sessionId: string, reply: ScriptReply): ListsSnapshot {
 export class SuggestionStore {
   /** The workspace inbox the offers and restores announce themselves in. */
   readonly inbox: WorkspaceInbox;
+  /** What this instance last read of each session, by version (lists-cache.ts). */
+  readonly cache: ListsCache;
 
-  /** @param inbox the inbox to announce in; tests pass one that fails between steps. */
+  /**
+   * @param inbox the inbox to announce in; tests pass one that fails between steps.
+   * @param cache the lists read by version; tests pass their own.
+   */
   constructor(
     readonly redis: Redis | Cluster,
     inbox?: WorkspaceInbox,
+    cache: ListsCache = new ListsCache(),
   ) {
     this.inbox = inbox ?? new WorkspaceInbox(redis);
+    this.cache = cache;
   }
 
   /**
@@ -228,6 +214,7 @@ export class SuggestionStore {
   ): Promise<{ readonly outcome: SettleOutcome; readonly lists: SuggestionLists }> {
     const keys = sessionKeys(sessionId);
     return this.#announcedSettle(sessionId, async (token) => {
+      const held = this.cache.heldLists(sessionId);
       const replies = await this.redis
         .multi()
         .settle(
@@ -236,7 +223,7 @@ export class SuggestionStore {
           keys.changes,
           ...settleArgs(suggestionId, outcome, chatId, token),
         )
-        .readLists(keys.log, keys.projection)
+        .readLists(keys.log, keys.projection, held?.version ?? "")
         .exec();
       if (replies === null) throw new Error("the settle transaction was discarded");
       const [[settleErr, settleReply] = [], [readErr, readReply] = []] = replies;
@@ -244,7 +231,8 @@ export class SuggestionStore {
       if (readErr) throw readErr;
       const settled = settleOutcome(settleReply as ScriptReply);
       if ("fenced" in settled) return settled;
-      return { outcome: settled, lists: snapshotOf(sessionId, readReply as ScriptReply).lists };
+      const { lists } = this.cache.lists(sessionId, held, readReply as ScriptReply);
+      return { outcome: settled, lists };
     });
   }
 
@@ -275,14 +263,58 @@ export class SuggestionStore {
   }
 
   /**
+   * `settle`, and the suggestion as it stands right after it, in one script
+   * (lua/settleAndRead-3.lua: settle-3.lua, then readSuggestion-2.lua): as
+   * `settleAndList`, reading only that suggestion's records, in one round trip (two
+   * more when the offer's workspace inbox must be told first, as for `settle`).
+   */
+  async settleAndRead(
+    sessionId: string,
+    suggestionId: string,
+    outcome: Outcome,
+    chatId = "",
+  ): Promise<{ readonly outcome: SettleOutcome; readonly suggestion: Suggestion | undefined }> {
+    const keys = sessionKeys(sessionId);
+    return this.#announcedSettle(sessionId, async (token) => {
+      const [settleReply, readReply] = await this.redis.settleAndRead(
+        keys.log,
+        keys.projection,
+        keys.changes,
+        ...settleArgs(suggestionId, outcome, chatId, token),
+      );
+      const settled = settleOutcome(settleReply);
+      if ("fenced" in settled) return settled;
+      const suggestion = this.cache.one(sessionId, suggestionId, undefined, readReply);
+      return { outcome: settled, suggestion: suggestion ?? undefined };
+    });
+  }
+
+  /**
    * A session's lists from the projection (lua/readLists-2.lua): O(offers), not
    * O(records), so a chat with a long history of dismissals and restores reads as fast
-   * as a fresh one (test/store/list-read.test.ts). The projection is caught up from the stream
-   * first, so the answer is the fold of the whole log, as `foldLog(readLog())` gives it.
+   * as a fresh one (test/store/list-read.test.ts); and nothing at all moved from Redis
+   * when the chat did not change since this instance last read it (lists-cache.ts,
+   * test/e2e/cross-instance-cache.test.ts). The answer is the fold of the whole log, as
+   * `foldLog(readLog())` gives it.
    */
   async snapshot(sessionId: string): Promise<ListsSnapshot> {
     const keys = sessionKeys(sessionId);
-    return snapshotOf(sessionId, await this.redis.readLists(keys.log, keys.projection));
+    const held = this.cache.heldLists(sessionId);
+    const reply = await this.redis.readLists(keys.log, keys.projection, held?.version ?? "");
+    return this.cache.lists(sessionId, held, reply);
+  }
+
+  /**
+   * One suggestion, reading only its two records (lua/readSuggestion-2.lua), and none
+   * when the chat did not change since this instance last read it; undefined when the
+   * log holds no such offer. The same fold as `snapshot`'s `byId`.
+   */
+  async suggestion(sessionId: string, suggestionId: string): Promise<Suggestion | undefined> {
+    const keys = sessionKeys(sessionId);
+    const held = this.cache.heldOne(sessionId, suggestionId);
+    const version = held?.version ?? "";
+    const reply = await this.redis.readSuggestion(keys.log, keys.projection, suggestionId, version);
+    return this.cache.one(sessionId, suggestionId, held, reply) ?? undefined;
   }
 
   /** A session's lists: `snapshot` without the version. */

@@ -1,8 +1,9 @@
 import type { IncomingHttpHeaders } from "node:http2";
-import { create, type DescMessage, isMessage, toBinary } from "@bufbuild/protobuf";
+import { create, type DescMessage, isMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { encodingOf } from "../codec/encoded-message.js";
+import { encodedFrame, encodeMessage, keepFrame } from "./encoded-once.js";
 import { encodeGrpcMessage } from "./grpc-message.js";
 import { parseRequestMessage } from "./request-message.js";
 
@@ -12,16 +13,18 @@ import { parseRequestMessage } from "./request-message.js";
  * with, except a request that does not parse, which is the caller's error here.
  */
 
-/** A response message in its gRPC frame. */
+/** A response message in its gRPC frame; a frozen message's is encoded once (encoded-once.ts). */
 export function frameOf(schema: DescMessage, result: unknown): Buffer {
+  const output = isMessage(result, schema) ? result : create(schema, result as never);
+  const known = encodedFrame(output);
+  if (known !== undefined) return known;
   // A handler may have attached the message's encoding (codec/encoded-message.ts).
-  const bytes =
-    encodingOf(result) ??
-    toBinary(schema, isMessage(result, schema) ? result : create(schema, result as never));
+  const bytes = encodingOf(output) ?? encodeMessage(schema, output);
   const frame = Buffer.allocUnsafe(5 + bytes.length);
   frame[0] = 0;
   frame.writeUInt32BE(bytes.length, 1);
   frame.set(bytes, 5);
+  keepFrame(output, frame);
   return frame;
 }
 

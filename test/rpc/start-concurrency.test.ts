@@ -84,12 +84,12 @@ test("50 concurrent Starts over two processes create one chat with one brief, an
   expect([...chats]).toEqual([`host:{${chatId}}:chat`]);
   expect((await keysOf(redis, sessionId)).filter((k) => k.includes(":start:"))).toEqual([]);
 
-  // The callers that found the lock taken waited on the holder's message, not by
-  // polling: each tried the lock about once (a poller would try it again and again),
-  // and none sat out the lock's 10 s lifetime.
+  // Concurrent Starts on one instance are one flight (rpc/start-flights.ts), and a flight
+  // that finds the lock taken waits on the holder's message, not by polling: the lock is
+  // tried about once per flight (a poller would try it again and again), and nobody sat
+  // out the lock's lifetime. Whether the two instances' flights overlap is up to timing.
   const delta = (cmd: string) => (after[cmd] ?? 0) - (before[cmd] ?? 0);
   expect(delta("set")).toBeLessThanOrEqual(50 + 2 + 10);
-  expect(delta("pttl")).toBeGreaterThan(0); // some callers did find the lock taken
   expect(delta("pttl")).toBeLessThanOrEqual(50);
   expect(elapsed).toBeLessThan(8_000);
 });

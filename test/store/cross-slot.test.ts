@@ -11,6 +11,7 @@ import { workspaceKeys } from "../../server/store/keys.js";
 import { PubSub } from "../../server/store/pubsub.js";
 import { loadScripts } from "../../server/store/scripts.js";
 import { StartLocks } from "../../server/store/start-locks.js";
+import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { grpcClients, putSession, redisClient, tempDir, uniqueId } from "../support/harness.js";
 import { watch } from "../support/lists.js";
 import { type MonitoredCommand, startMonitor } from "../support/monitor.js";
@@ -67,6 +68,16 @@ async function fullFlow(): Promise<void> {
   const b = (await offerOne(clients, sessionId, "B")).id;
   const c = (await offerOne(clients, sessionId, "C")).id;
   await offerOne(clients, sessionId, "D").catch(() => undefined); // the open limit
+  // The settle script alone, and settleAndList, as the store offers them (the service's
+  // own settlements run settle-3.lua inside settleAndRead-3.lua).
+  const store = new SuggestionStore(t.redis);
+  await store.offer(
+    sessionId,
+    { id: "e", turnId: "turn-e", toolCallId: "", title: "E", tldr: "e", brief: "e" },
+    true,
+  );
+  await store.settleAndList(sessionId, a, "dismissed");
+  await store.settle(sessionId, a, "restored");
   await clients.suggestions.listSuggestions({ sessionId });
   await clients.suggestions.getSuggestion({ sessionId, suggestionId: a });
   await clients.suggestions.dismissSuggestion({ sessionId, suggestionId: a });
@@ -281,5 +292,6 @@ test("every script, transaction and command of the full flow touches one slot, t
       `script ${script.name} never ran in the flow; add a call that runs it`,
     ).toBe(true);
   }
-  expect(keyed).toBeGreaterThan(50);
+  // (Concurrent Starts of one suggestion on one instance are one flight, so fewer than before.)
+  expect(keyed).toBeGreaterThan(40);
 }, 60_000);

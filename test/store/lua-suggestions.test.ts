@@ -200,9 +200,9 @@ describe("settle-3.lua", () => {
 });
 
 describe("readLists-2.lua", () => {
-  test("an empty log: version 0-0 and no offers", async () => {
+  test("an empty log: version 0-0:0 and no offers", async () => {
     const s = session();
-    expect(await redis.readLists(s.keys.log, s.keys.projection)).toEqual(["0-0"]);
+    expect(await redis.readLists(s.keys.log, s.keys.projection)).toEqual(["0-0:0"]);
   });
 
   test("the version, then each offer's record and its standing settlement, in offer order", async () => {
@@ -212,13 +212,35 @@ describe("readLists-2.lua", () => {
     await s.settle("a", "dismissed");
     const entries = await redis.xrange(s.keys.log, "-", "+");
     const [offerA, offerB, settledA] = entries as [string, string[]][];
+    const version = `${settledA?.[0]}:3`;
     expect(await redis.readLists(s.keys.log, s.keys.projection)).toEqual([
-      settledA?.[0],
+      version,
       offerA,
       settledA,
       offerB,
       [],
     ]);
+    // The version the caller has, unchanged: the version alone.
+    expect(await redis.readLists(s.keys.log, s.keys.projection, version)).toEqual([version]);
+    expect(await redis.readLists(s.keys.log, s.keys.projection, "0-0:0")).toHaveLength(5);
+  });
+
+  test("readSuggestion-2.lua: one offer's records, or the version alone when unchanged", async () => {
+    const s = session();
+    await s.offer({ id: "a" });
+    await s.offer({ id: "b" });
+    await s.settle("a", "dismissed");
+    const [offerA, offerB, settledA] = (await redis.xrange(s.keys.log, "-", "+")) as [
+      string,
+      string[],
+    ][];
+    const version = `${settledA?.[0]}:3`;
+    const read = (id: string, have = "") =>
+      redis.readSuggestion(s.keys.log, s.keys.projection, id, have);
+    expect(await read("a")).toEqual([version, offerA, settledA]);
+    expect(await read("b")).toEqual([version, offerB, []]);
+    expect(await read("nope")).toEqual([version, [], []]);
+    expect(await read("a", version)).toEqual([version]);
   });
 
   test("a deleted projection is rebuilt from the stream: the same answer", async () => {

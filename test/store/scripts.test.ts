@@ -25,19 +25,21 @@ function scriptsFolder(files: Record<string, string>): URL {
 test("the service's scripts: each named by its file, with its number of keys", () => {
   const scripts = Object.fromEntries(loadScripts().map((s) => [s.name, s.numberOfKeys]));
   expect(scripts).toEqual({
-    createChat: 2,
-    settle: 3,
-    withdraw: 3,
-    settlements: 2,
-    offer: 3,
-    extendLock: 1,
-    postMessage: 3,
-    inboxPage: 4,
-    readLists: 2,
     announce: 2,
-    releaseLock: 2,
+    createChat: 2,
+    extendLock: 1,
     inboxChat: 2,
+    inboxPage: 4,
     inboxPut: 4,
+    offer: 3,
+    postMessage: 3,
+    readLists: 2,
+    readSuggestion: 2,
+    releaseLock: 2,
+    settle: 3,
+    settleAndRead: 3,
+    settlements: 2,
+    withdraw: 3,
   });
 });
 

@@ -8,30 +8,32 @@
   KEYS[1] log         the session's stream
   KEYS[2] projection  the fold cache (includes/projection.lua)
 
-  Result: { version, offer, settlement, offer, settlement, ... }
-    version     id of the last stream entry folded ('0-0' for an empty log): equal
-                versions, equal lists
+  ARGV[1] have        (optional) the version the caller already holds the lists of
+
+  Result: { version, offer, settlement, offer, settlement, ... }, or { version } alone
+  when it equals `have` (the caller's lists are current: nothing else is read or sent)
+    version     `<id of the last stream entry>:<XLEN>` ('0-0:0' for an empty log): equal
+                versions, equal lists (includes/reads.lua says why)
     then two entries per offer, in offer order, each { entry id, { field, value, ... } }:
     offer       the offer's `offered` record
     settlement  the `settled` record the offer stands by; {} while it is open
 ]]
 --- @include "projection"
+--- @include "reads"
 
 local log, proj = KEYS[1], KEYS[2]
 
-catchUp(log, proj)
-
-local function entry(entryId)
-  if not entryId then
-    return {}
-  end
-  return redis.call('XRANGE', log, entryId, entryId)[1] or {}
+local version = logVersion(log)
+if version == ARGV[1] then
+  return { version }
 end
 
-local head = redis.call('HMGET', proj, 'seen', 'n')
-local result = { head[1] or '0-0' }
+catchUp(log, proj)
+
+local head = redis.call('HMGET', proj, 'n')
+local result = { version }
 local order = {}
-for i = 1, tonumber(head[2] or '0') do
+for i = 1, tonumber(head[1] or '0') do
   order[i] = 'i:' .. i
 end
 local refs = {}
@@ -41,6 +43,6 @@ for i, id in ipairs(hmget(proj, order)) do
 end
 refs = hmget(proj, refs)
 for i = 1, #refs do
-  result[i + 1] = entry(refs[i])
+  result[i + 1] = entryAt(log, refs[i])
 end
 return result

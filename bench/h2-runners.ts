@@ -1,0 +1,134 @@
+/** The load runners of bench/h2-rows.ts: h2load, and lean node:http2 loops. */
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import http2 from "node:http2";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { create, type DescMessage, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import { cpuSeconds } from "./measure.js";
+
+const run = promisify(execFile);
+export const WARMUP_S = 2;
+export const WINDOW_S = Number(process.env.BENCH_WINDOW_S ?? 6);
+
+/** A gRPC request frame. */
+export function frame<S extends DescMessage>(schema: S, init: MessageInitShape<S>): Buffer {
+  const bytes = toBinary(schema, create(schema, init));
+  const out = Buffer.alloc(5 + bytes.length);
+  out.writeUInt32BE(bytes.length, 1);
+  out.set(bytes, 5);
+  return out;
+}
+
+/** One h2load run: calls/s and server CPU µs per call over the window. */
+export async function h2load(port: number, path: string, body: Buffer, pid: number) {
+  const dir = mkdtempSync(join(tmpdir(), "h2rows-"));
+  const file = join(dir, "body");
+  writeFileSync(file, body);
+  let before = 0;
+  const timer = setTimeout(() => {
+    before = cpuSeconds(pid);
+  }, WARMUP_S * 1000);
+  const { stdout } = await run("h2load", [
+    ...["-c", "4", "-m", "16", "--warm-up-time", String(WARMUP_S), "-D", String(WINDOW_S)],
+    ...["-d", file, "-H", "content-type: application/grpc", "-H", "te: trailers"],
+    `http://127.0.0.1:${port}${path}`,
+  ]);
+  const after = cpuSeconds(pid);
+  clearTimeout(timer);
+  rmSync(dir, { recursive: true, force: true });
+  const done = Number(/(\d+) succeeded/.exec(stdout)?.[1] ?? 0);
+  return { callsPerSecond: done / WINDOW_S, cpuUs: ((after - before) / done) * 1e6 };
+}
+
+/** One unary gRPC call on a raw HTTP/2 session; rejects unless its status is OK. */
+function call(s: http2.ClientHttp2Session, path: string, body: Buffer): Promise<void> {
+  return new Promise<void>((ok, fail) => {
+    const req = s.request({
+      ":method": "POST",
+      ":path": path,
+      "content-type": "application/grpc",
+      te: "trailers",
+    });
+    req.on("trailers", (t) =>
+      t["grpc-status"] === "0" ? ok() : fail(new Error(String(t["grpc-message"]))),
+    );
+    req.on("response", (h) => {
+      if (h["grpc-status"] !== undefined && h["grpc-status"] !== "0")
+        fail(new Error(String(h["grpc-message"])));
+    });
+    req.on("data", () => {});
+    req.on("error", fail);
+    req.end(body);
+  });
+}
+
+/** 64 loops, each running its own sequence of calls in order, for the window. */
+export async function sequences(
+  port: number,
+  steps: (slot: number) => [string, Buffer][],
+  pid: number,
+) {
+  const sessions = Array.from({ length: 4 }, () => http2.connect(`http://127.0.0.1:${port}`));
+  let counting = false;
+  let stop = false;
+  const counts = new Map<string, number>();
+  const loops = Array.from({ length: 64 }, async (_, slot) => {
+    const seq = steps(slot);
+    const s = sessions[slot % 4] as http2.ClientHttp2Session;
+    while (!stop) {
+      for (const [path, body] of seq) {
+        await call(s, path, body);
+        if (counting) counts.set(path, (counts.get(path) ?? 0) + 1);
+      }
+    }
+  });
+  await new Promise((r) => setTimeout(r, WARMUP_S * 1000));
+  const before = cpuSeconds(pid);
+  counting = true;
+  await new Promise((r) => setTimeout(r, WINDOW_S * 1000));
+  counting = false;
+  const cpu = cpuSeconds(pid) - before;
+  stop = true;
+  await Promise.all(loops);
+  for (const s of sessions) s.close();
+  const calls = [...counts.values()].reduce((a, b) => a + b, 0);
+  return { calls, cpuUs: (cpu / calls) * 1e6 };
+}
+
+/** 64 loops, each through its own list of calls once: CPU µs per call over the whole run. */
+export async function once(port: number, lists: [string, Buffer][][], pid: number) {
+  const sessions = Array.from({ length: 4 }, () => http2.connect(`http://127.0.0.1:${port}`));
+  const before = cpuSeconds(pid);
+  const began = performance.now();
+  let calls = 0;
+  await Promise.all(
+    lists.map(async (list, slot) => {
+      for (const [path, body] of list) {
+        await call(sessions[slot % 4] as http2.ClientHttp2Session, path, body);
+        calls++;
+      }
+    }),
+  );
+  const cpu = cpuSeconds(pid) - before;
+  const seconds = (performance.now() - began) / 1000;
+  for (const s of sessions) s.close();
+  return { calls, callsPerSecond: calls / seconds, cpuUs: (cpu / calls) * 1e6 };
+}
+
+/** h2load sending `n` copies of one call at once on one connection: ms until all answered. */
+export async function h2loadBurst(port: number, path: string, body: Buffer, n: number) {
+  const dir = mkdtempSync(join(tmpdir(), "h2burst-"));
+  const file = join(dir, "body");
+  writeFileSync(file, body);
+  const { stdout } = await run("h2load", [
+    ...["-n", String(n), "-c", "1", "-m", String(n), "-d", file],
+    ...["-H", "content-type: application/grpc", "-H", "te: trailers"],
+    `http://127.0.0.1:${port}${path}`,
+  ]);
+  rmSync(dir, { recursive: true, force: true });
+  const [, value, unit] = /finished in ([\d.]+)(ms|s|us)/.exec(stdout) ?? [];
+  const scale = unit === "s" ? 1000 : unit === "us" ? 0.001 : 1;
+  return Number(value) * scale;
+}

@@ -1,0 +1,29 @@
+--[[
+  Reads one suggestion's records, not the chat's: GetSuggestion's read. The version is
+  the one readLists-2.lua answers, so an unchanged chat moves no records at all.
+
+  KEYS[1] log         the session's stream
+  KEYS[2] projection  the fold cache (includes/projection.lua)
+
+  ARGV[1] id          the suggestion's id
+  ARGV[2] have        (optional) the version the caller already holds this answer for
+
+  Result: { version } alone when it equals `have`; else { version, offer, settlement }
+    version     as readLists-2.lua's
+    offer       the offer's `offered` record, {} when the log holds no such offer
+    settlement  the `settled` record it stands by; {} while it is open
+]]
+--- @include "projection"
+--- @include "reads"
+
+local log, proj, id = KEYS[1], KEYS[2], ARGV[1]
+
+local version = logVersion(log)
+if version == ARGV[2] then
+  return { version }
+end
+
+catchUp(log, proj)
+
+local refs = redis.call('HMGET', proj, 'e:' .. id, 'a:' .. id)
+return { version, entryAt(log, refs[1]), entryAt(log, refs[2]) }

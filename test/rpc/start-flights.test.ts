@@ -1,0 +1,61 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { expect, test } from "vitest";
+import { Flights } from "../../server/rpc/start-flights.js";
+
+/** A promise and its resolver. */
+function deferred<T>() {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+test("overlapping calls of one key run once and share the answer; later ones run again", async () => {
+  const flights = new Flights<string>();
+  let runs = 0;
+  const gate = deferred<string>();
+  const fn = () => {
+    runs++;
+    return gate.promise;
+  };
+  const calls = Array.from({ length: 50 }, () => flights.join("s\nx", fn));
+  const other = flights.join("s\ny", async () => "other");
+  expect(flights.size).toBe(2);
+  gate.resolve("chat-1");
+  expect(await Promise.all(calls)).toEqual(Array(50).fill("chat-1"));
+  expect(await other).toBe("other");
+  expect(runs).toBe(1);
+  expect(flights.size).toBe(0);
+  await flights.join("s\nx", async () => {
+    runs++;
+    return "again";
+  });
+  expect(runs).toBe(2);
+});
+
+test("a caller that leaves stops waiting alone; the flight answers the others", async () => {
+  const flights = new Flights<string>();
+  const gate = deferred<string>();
+  const leaving = new AbortController();
+  const left = flights.join("k", () => gate.promise, leaving.signal);
+  const staying = flights.join(
+    "k",
+    () => Promise.resolve("never run"),
+    new AbortController().signal,
+  );
+  leaving.abort();
+  const err = await left.catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(ConnectError);
+  expect((err as ConnectError).code).toBe(Code.Canceled);
+  gate.resolve("chat-1");
+  expect(await staying).toBe("chat-1");
+});
+
+test("a failure is every joined caller's, and the key is free again", async () => {
+  const flights = new Flights<string>();
+  const failing = () => Promise.reject(new Error("host down"));
+  const both = [flights.join("k", failing), flights.join("k", failing)];
+  for (const call of both) await expect(call).rejects.toThrow("host down");
+  expect(flights.size).toBe(0);
+});
