@@ -14,6 +14,7 @@ import {
   uniqueId,
 } from "../support/harness.js";
 import { ids, watch } from "../support/lists.js";
+import { closedWithin, outcome, unfinishedH2 as unfinishedH2To } from "../support/slow-client.js";
 import { offerOne } from "../support/suggest.js";
 
 // Clients that are slow or silent at each stage they control, against servers whose
@@ -32,25 +33,6 @@ beforeAll(async () => {
   port = server.port;
 });
 afterAll(() => server.close());
-
-/** What became of a raw connection: whether the server closed it within `ms`, and what it said. */
-function outcome(socket: Socket, ms: number): Promise<{ closed: boolean; received: string }> {
-  let received = "";
-  socket.on("data", (chunk: Buffer) => {
-    received += chunk.toString("latin1");
-  });
-  socket.on("error", () => {});
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      socket.destroy();
-      resolve({ closed: false, received });
-    }, ms);
-    socket.once("close", () => {
-      clearTimeout(timer);
-      resolve({ closed: true, received });
-    });
-  });
-}
 
 function opened(p = port): Promise<Socket> {
   return new Promise((resolve, reject) => {
@@ -90,17 +72,7 @@ test("HTTP/1.1 headers trickled one byte at a time are cut off with 408 after th
 });
 
 test("an HTTP/2 connection that opens no stream is closed after the idle-session timeout", async () => {
-  const session = http2.connect(`http://127.0.0.1:${port}`);
-  session.on("error", () => {});
-  const closed = await new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => resolve(false), 3_000);
-    session.once("close", () => {
-      clearTimeout(timer);
-      resolve(true);
-    });
-  });
-  session.destroy();
-  expect(closed).toBe(true);
+  expect(await closedWithin(http2.connect(`http://127.0.0.1:${port}`), 3_000)).toBe(true);
 });
 
 test.each([
@@ -132,35 +104,9 @@ test.each([
   },
 );
 
-/** An HTTP/2 request whose body starts (a frame header and 3 of its 100 bytes) and never ends. */
-function unfinishedH2(
-  headers: http2.OutgoingHttpHeaders,
-  p = port,
-): Promise<{ ms: number; headers: http2.IncomingHttpHeaders; body: string }> {
-  const session = http2.connect(`http://127.0.0.1:${p}`);
-  session.on("error", () => {});
-  const began = Date.now();
-  const stream = session.request({ ":method": "POST", te: "trailers", ...headers });
-  stream.write(Buffer.from([0, 0, 0, 0, 100, 1, 2, 3]));
-  let got: http2.IncomingHttpHeaders = {};
-  let body = "";
-  stream.on("response", (h) => {
-    got = { ...got, ...h };
-  });
-  stream.on("trailers", (h) => {
-    got = { ...got, ...h };
-  });
-  stream.on("data", (chunk: Buffer) => {
-    body += chunk.toString();
-  });
-  return new Promise((resolve) => {
-    const done = () => {
-      session.destroy();
-      resolve({ ms: Date.now() - began, headers: got, body });
-    };
-    stream.on("close", done);
-    stream.on("error", done);
-  });
+/** An HTTP/2 request whose body starts and never ends, to `p` in cleartext. */
+function unfinishedH2(headers: http2.OutgoingHttpHeaders, p = port) {
+  return unfinishedH2To(`http://127.0.0.1:${p}`, headers);
 }
 
 describe("an unfinished request body with a 1 s deadline is answered DEADLINE_EXCEEDED in about a second", () => {
