@@ -88,7 +88,9 @@ export function tlsFirstBytes(server: http2.Http2SecureServer, ms: number): (raw
     const key = keyOf(raw);
     const done = firstBytesTimer(raw, ms);
     pending.set(key, done);
-    raw.once("close", () => pending.delete(key));
+    raw.once("close", () => {
+      if (pending.get(key) === done) pending.delete(key);
+    });
   };
 }
 

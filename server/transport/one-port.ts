@@ -85,6 +85,7 @@ function h1Timeouts(limits: ClientLimits) {
   };
 }
 
+/** `handler`, its HTTP/1.1 request bodies timed when there are `limits`. */
 function withBodyGuard(handler: DualHandler, limits: ClientLimits | undefined): DualHandler {
   return limits === undefined ? handler : withRequestBodyGuard(handler, limits.requestTimeoutMs);
 }
