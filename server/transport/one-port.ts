@@ -75,10 +75,17 @@ export function createOnePortServer(
   return { tcp, h1, h2 };
 }
 
-/** node's HTTP/1.1 timeouts for `limits`: the headers' timeout; the body's is our own. */
+/** How long an HTTP/1.1 keep-alive connection stays idle: node's http.Server default. */
+const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+
+/**
+ * node's HTTP/1.1 timeouts for `limits`: the headers' and the idle keep-alive one (the
+ * TLS server's HTTP/1.1 fallback has none of its own); the body's is our own.
+ */
 function h1Timeouts(limits: ClientLimits) {
   return {
     headersTimeout: limits.headersTimeoutMs,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     // The body's own timer (withRequestBodyGuard) answers in the call's protocol.
     requestTimeout: 0,
     connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),

@@ -101,6 +101,14 @@ describe.skipIf(!hasOpenssl)("client limits over TLS", () => {
     expect(result.received).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n/);
   });
 
+  test("HTTP/1.1 over TLS: a keep-alive connection idle after its request is closed (5 s keep-alive timeout)", async () => {
+    const socket = await secured("http/1.1");
+    socket.write("GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n");
+    const result = await outcome(socket, 8_000);
+    expect(result.received).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(result.closed).toBe(true);
+  }, 10_000);
+
   test("an HTTP/2 session over TLS that opens no stream is closed after the idle-session timeout", async () => {
     expect(await closedWithin(http2.connect(server.url, { ca }), 3_000)).toBe(true);
   });
