@@ -111,7 +111,8 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
         // Watch streams end once clients have stopped opening new ones.
         onStreamsClosing: () => shutdown.abort(),
       });
-      server.h1?.close();
+      // Stops node's HTTP/1.1 timeout checks (the TLS server runs them for TLS).
+      (server.h1 ?? server.h2).close();
       await parts.watchHub.close();
       await parts.pubsub.close();
       parts.stopOutageLog();
@@ -235,6 +236,7 @@ async function listener(
     handler,
     { cert, key, settings: H2_SETTINGS, maxSessionMemory: 64 },
     fastPath,
+    clientLimitsOf(settings),
   );
 }
 

@@ -48,6 +48,19 @@ function digest(token: string): Buffer {
 }
 
 /**
+ * The token of an `authorization` header value, one comparison whatever the protocol:
+ * the spaces and tabs around the value are not part of it (RFC 9110 section 5.5's OWS,
+ * which HTTP/1.1's parser has already taken off), and what is left must be `Bearer`, one
+ * space and a token with no whitespace in it. Over HTTP/2 a value that starts or ends
+ * with whitespace makes the request malformed (RFC 9113 section 8.2.1): Node 20 drops
+ * that field before it gets here, so such a call arrives with no token at all.
+ */
+export function presentedToken(value: string | null): string | undefined {
+  const match = /^Bearer ([^\s]+)$/i.exec((value ?? "").replace(/^[ \t]+|[ \t]+$/g, ""));
+  return match?.[1];
+}
+
+/**
  * Bearer-token authentication with a role per token. A missing or unknown token is
  * UNAUTHENTICATED; a valid token outside its role is PERMISSION_DENIED. Both refuse the
  * call before its handler runs, so no unauthenticated call reaches Redis. With no
@@ -59,9 +72,8 @@ export function bearerAuth(grants: readonly TokenGrant[]): CallHook {
     before(call) {
       if (known.length === 0) return;
       if (!GUARDED_SERVICES.some((prefix) => call.procedure.startsWith(prefix))) return;
-      const header = call.context.requestHeader.get("authorization") ?? "";
-      const match = /^Bearer ([^\s]+)$/i.exec(header);
-      const presented = match ? digest(match[1] as string) : undefined;
+      const token = presentedToken(call.context.requestHeader.get("authorization"));
+      const presented = token === undefined ? undefined : digest(token);
       const role = presented && known.find((k) => timingSafeEqual(k.digest, presented))?.role;
       if (!role) {
         throw new ConnectError("a valid bearer token is required", Code.Unauthenticated);

@@ -4,6 +4,7 @@ import http2, {
   type ServerHttp2Stream,
 } from "node:http2";
 import type { Socket } from "node:net";
+import type { SecureContextOptions, TLSSocket } from "node:tls";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { answerStream } from "./error-answer.js";
 import { guardRequestBody } from "./request-deadline.js";
@@ -66,19 +67,51 @@ export function firstBytesTimer(socket: Socket, ms: number): () => void {
 }
 
 /**
+ * The first-bytes timer of TLS connections to `server`: from the TCP accept, a
+ * connection has `ms` to finish its TLS handshake and show its protocol, as a cleartext
+ * one has to show its first bytes. HTTP/1.1 (by ALPN, or none) has shown it with the
+ * handshake, its headers timeout runs from there; HTTP/2 once its preface and SETTINGS
+ * have come. The TLS socket is matched to its TCP socket by the client's address and
+ * port. Answers the function to call for each TCP socket before handing it to `server`.
+ */
+export function tlsFirstBytes(server: http2.Http2SecureServer, ms: number): (raw: Socket) => void {
+  const pending = new Map<string, () => void>();
+  const keyOf = (s: Socket) => `${s.remoteAddress}|${s.remotePort}`;
+  const shown = (s: Socket) => pending.get(keyOf(s))?.();
+  server.on("secureConnection", (socket: TLSSocket) => {
+    if (socket.alpnProtocol !== "h2") shown(socket);
+  });
+  server.on("session", (session: Http2Session) => {
+    session.once("remoteSettings", () => shown(session.socket));
+  });
+  return (raw) => {
+    const key = keyOf(raw);
+    const done = firstBytesTimer(raw, ms);
+    pending.set(key, done);
+    raw.once("close", () => {
+      if (pending.get(key) === done) pending.delete(key);
+    });
+  };
+}
+
+/**
  * Counts connections, and answers those beyond `max` with a refusal in their own
  * protocol instead of serving them, so that a flood of connections cannot use up the
  * process's file descriptors (and with them its Redis connections) for everyone:
  * HTTP/1.1 gets a 503, HTTP/2 each stream UNAVAILABLE with the same message (gRPC,
  * Connect), then GOAWAY. At most REFUSALS_AT_ONCE are answered at a time, each within
- * REFUSAL_WAIT_MS; beyond that a connection is closed at once.
+ * REFUSAL_WAIT_MS; beyond that a connection is closed at once. With `tls` (the server's
+ * certificate) the refusal is given inside a TLS session, HTTP/2 or HTTP/1.1 by ALPN.
  * Answers the function to call for each new socket: true when it may be served.
  */
-export function connectionCap(max: number): (socket: Socket) => boolean {
+export function connectionCap(
+  max: number,
+  tls?: SecureContextOptions,
+): (socket: Socket) => boolean {
   let open = 0;
   let refusing = 0;
   const message = `suggest-task: too many connections (${max} open); try again later`;
-  const refuser = h2Refuser(message);
+  const refuse = refusal(message, tls);
   return (socket) => {
     if (open < max) {
       open++;
@@ -93,10 +126,42 @@ export function connectionCap(max: number): (socket: Socket) => boolean {
     socket.once("close", () => refusing--);
     socket.on("error", () => socket.destroy());
     socket.setTimeout(REFUSAL_WAIT_MS, () => socket.destroy());
+    refuse(socket);
+    return false;
+  };
+}
+
+/**
+ * Answers a connection's first request with the refusal `message`, in the protocol its
+ * first bytes show, or inside TLS when `tls` is given (its ALPN choosing the protocol);
+ * answers the function that does it.
+ */
+function refusal(message: string, tls: SecureContextOptions | undefined): (raw: Socket) => void {
+  const h1 = h1Refusal(message);
+  const unavailable = new ConnectError(message, Code.Unavailable);
+  const refuseStream = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
+    stream.on("error", () => {});
+    answerStream(stream, headers, unavailable);
+    stream.session?.close();
+  };
+  if (tls !== undefined) {
+    // Never listening: node's TLS server does the handshake, HTTP/2 or HTTP/1.1 by ALPN.
+    const secure = http2.createSecureServer({ ...tls, allowHTTP1: true }, (req, res) => {
+      if (req instanceof http2.Http2ServerRequest) refuseStream(req.stream, req.headers);
+      else res.writeHead(503, h1.headers).end(h1.body);
+    });
+    secure.on("session", (session: Http2Session) => session.on("error", () => {}));
+    return (raw) => secure.emit("connection", raw);
+  }
+  const refuser = http2.createServer();
+  refuser.on("stream", refuseStream);
+  refuser.on("session", (session: Http2Session) => session.on("error", () => {}));
+  return (socket) => {
     socket.once("data", (chunk: Buffer) => {
       const n = Math.min(chunk.length, H2_PREFACE_START.length);
       if (!chunk.subarray(0, n).equals(H2_PREFACE_START.subarray(0, n))) {
-        socket.end(h1Refusal(message));
+        const head = Object.entries(h1.headers).map(([name, value]) => `${name}: ${value}\r\n`);
+        socket.end(`HTTP/1.1 503 Service Unavailable\r\n${head.join("")}\r\n${h1.body}`);
         return;
       }
       // As one-port.ts hands a connection to HTTP/2: the bytes back, the socket paused.
@@ -104,26 +169,17 @@ export function connectionCap(max: number): (socket: Socket) => boolean {
       socket.unshift(chunk);
       refuser.emit("connection", socket);
     });
-    return false;
   };
 }
 
-/** An HTTP/2 server (never listening) that answers every stream UNAVAILABLE and closes. */
-function h2Refuser(message: string): http2.Http2Server {
-  const refuser = http2.createServer();
-  refuser.on("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
-    stream.on("error", () => {});
-    answerStream(stream, headers, new ConnectError(message, Code.Unavailable));
-    stream.session?.close();
-  });
-  refuser.on("session", (session: Http2Session) => session.on("error", () => {}));
-  return refuser;
-}
-
-/** HTTP/1.1 503, the connection closed after it. */
-function h1Refusal(message: string): Buffer {
+/** The HTTP/1.1 503 of a refused connection, the connection closed after it. */
+function h1Refusal(message: string): { headers: Record<string, string>; body: string } {
   const body = `${message}\n`;
-  return Buffer.from(
-    `HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nretry-after: 1\r\nconnection: close\r\n\r\n${body}`,
-  );
+  const headers = {
+    "content-type": "text/plain; charset=utf-8",
+    "content-length": String(Buffer.byteLength(body)),
+    "retry-after": "1",
+    connection: "close",
+  };
+  return { headers, body };
 }

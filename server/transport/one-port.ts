@@ -6,6 +6,7 @@ import {
   connectionCap,
   firstBytesTimer,
   guardSession,
+  tlsFirstBytes,
 } from "./connection-guard.js";
 import type { DualHandler, StreamHandler } from "./handler-types.js";
 import { withRequestBodyGuard } from "./request-deadline.js";
@@ -17,27 +18,38 @@ const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 export interface OnePortServer {
   /** The listening server. */
   readonly tcp: Server;
-  /** The HTTP/1.1 server, when it is separate from the listening one (cleartext). */
+  /** The HTTP/1.1 server, when it is separate from the HTTP/2 one (cleartext). */
   readonly h1: http.Server | undefined;
-  /** The HTTP/2 server (for TLS, also the listening one, which serves HTTP/1.1 itself). */
+  /** The HTTP/2 server (for TLS, the TLS server, which serves HTTP/1.1 itself). */
   readonly h2: http2.Http2Server | http2.Http2SecureServer;
 }
 
 /**
  * Serves HTTP/2 and HTTP/1.1 over TLS on one port, the protocol chosen by ALPN, as
- * browsers, curl and gRPC clients negotiate it.
+ * browsers, curl and gRPC clients negotiate it. With `limits`, the same limits as in
+ * cleartext (guardedPort): the first-bytes timeout runs until the handshake is done and
+ * the protocol shown (tlsFirstBytes), and node's HTTP/1.1 timeouts run on the TLS server.
  */
 export function createTlsOnePortServer(
   handler: DualHandler,
   options: http2.SecureServerOptions,
   streamHandler?: StreamHandler,
+  limits?: ClientLimits,
 ): OnePortServer {
   const h2 = withStreamHandler(
     http2.createSecureServer({ ...options, allowHTTP1: true }),
-    handler,
+    withBodyGuard(handler, limits),
     streamHandler,
   );
-  return { tcp: h2, h1: undefined, h2 };
+  // Node's HTTP/1.1 fallback sets its own timeouts in the constructor: they are replaced.
+  if (limits !== undefined) Object.assign(h2, h1Timeouts(limits));
+  const firstBytes =
+    limits === undefined ? () => {} : tlsFirstBytes(h2, limits.firstBytesTimeoutMs);
+  const tcp = guardedPort({ h1: h2, h2 }, limits, options, (socket) => {
+    firstBytes(socket);
+    h2.emit("connection", socket);
+  });
+  return { tcp, h1: undefined, h2 };
 }
 
 /**
@@ -52,30 +64,66 @@ export function createOnePortServer(
   streamHandler?: StreamHandler,
   limits?: ClientLimits,
 ): OnePortServer & { readonly h1: http.Server; readonly h2: http2.Http2Server } {
-  const h1 =
-    limits === undefined
-      ? http.createServer(handler)
-      : http.createServer(
-          {
-            headersTimeout: limits.headersTimeoutMs,
-            // The body's own timer (withRequestBodyGuard) answers in the call's protocol.
-            requestTimeout: 0,
-            connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
-          },
-          withRequestBodyGuard(handler, limits.requestTimeoutMs),
-        );
-  // http.Server starts checking its connections' header timeouts when it listens; this
-  // one never does (the TCP server below listens), so it is told it does.
-  if (limits !== undefined) h1.emit("listening");
+  const h1 = http.createServer(
+    limits === undefined ? {} : h1Timeouts(limits),
+    withBodyGuard(handler, limits),
+  );
   const h2 = withStreamHandler(http2.createServer(h2Options), handler, streamHandler);
-  if (limits !== undefined) h2.on("session", (session) => guardSession(session, limits));
-  const admit = limits === undefined ? () => true : connectionCap(limits.maxConnections);
+  const tcp = guardedPort({ h1, h2 }, limits, undefined, (socket) =>
+    route(socket, h1, h2, limits?.firstBytesTimeoutMs),
+  );
+  return { tcp, h1, h2 };
+}
+
+/** How long an HTTP/1.1 keep-alive connection stays idle: node's http.Server default. */
+const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+
+/**
+ * node's HTTP/1.1 timeouts for `limits`: the headers' and the idle keep-alive one (the
+ * TLS server's HTTP/1.1 fallback has none of its own); the body's is our own.
+ */
+function h1Timeouts(limits: ClientLimits) {
+  return {
+    headersTimeout: limits.headersTimeoutMs,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    // The body's own timer (withRequestBodyGuard) answers in the call's protocol.
+    requestTimeout: 0,
+    connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+  };
+}
+
+/** `handler`, its HTTP/1.1 request bodies timed when there are `limits`. */
+function withBodyGuard(handler: DualHandler, limits: ClientLimits | undefined): DualHandler {
+  return limits === undefined ? handler : withRequestBodyGuard(handler, limits.requestTimeoutMs);
+}
+
+/**
+ * The listening TCP server of both: with `limits`, connections beyond the cap are
+ * refused (inside TLS when `tls` is given), `h1` (node's HTTP/1.1 server; for TLS the
+ * TLS server, which serves HTTP/1.1 itself) checks its connections' timeouts, and every
+ * session of `h2` is guarded (guardSession); the connections admitted go to `serve`.
+ */
+function guardedPort(
+  servers: {
+    readonly h1: http.Server | http2.Http2SecureServer;
+    readonly h2: http2.Http2Server | http2.Http2SecureServer;
+  },
+  limits: ClientLimits | undefined,
+  tls: http2.SecureServerOptions | undefined,
+  serve: (socket: Socket) => void,
+): Server {
+  if (limits !== undefined) {
+    // node's HTTP/1.1 server starts checking its connections' header timeouts when it
+    // listens; this one never does (the TCP server below listens), so it is told it does.
+    servers.h1.emit("listening");
+    servers.h2.on("session", (session: http2.ServerHttp2Session) => guardSession(session, limits));
+  }
+  const admit = limits === undefined ? () => true : connectionCap(limits.maxConnections, tls);
   // noDelay: without it Nagle's algorithm holds small response frames back until the
   // client's delayed ACK, about 40 ms per call (http.Server sets it; net.Server does not).
-  const tcp = createServer({ noDelay: true }, (socket) => {
-    if (admit(socket)) route(socket, h1, h2, limits?.firstBytesTimeoutMs);
+  return createServer({ noDelay: true }, (socket) => {
+    if (admit(socket)) serve(socket);
   });
-  return { tcp, h1, h2 };
 }
 
 /**

@@ -5,6 +5,7 @@ import { parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protoco
 import { parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-grpc";
 import { answerStream, errorAnswer } from "./error-answer.js";
 import { headerValue } from "./grpc-wire.js";
+import type { DualHandler } from "./handler-types.js";
 
 /**
  * How long a request may take to arrive in full, in ms: `requestTimeoutMs`, or the
@@ -57,31 +58,38 @@ export function guardRequestBody(
 /**
  * The same for HTTP/1.1: `handler` wrapped so that a request whose body has not ended
  * within `requestDeadlineMs` of its headers is answered DEADLINE_EXCEEDED and its
- * connection closed (the rest of the body would never be read).
+ * connection closed (the rest of the body would never be read). HTTP/2 requests (a TLS
+ * server hands both to one handler) are passed on as they are: guardRequestBody guards
+ * their streams, and closing their socket would end every stream of the session.
  */
-export function withRequestBodyGuard<
-  H extends (req: http.IncomingMessage, res: http.ServerResponse) => void,
->(
-  handler: H,
-  requestTimeoutMs: number,
-): (req: http.IncomingMessage, res: http.ServerResponse) => void {
+export function withRequestBodyGuard(handler: DualHandler, requestTimeoutMs: number): DualHandler {
   return (req, res) => {
-    if (!req.complete) {
-      const ms = requestDeadlineMs(req.headers, requestTimeoutMs);
-      const timer = setTimeout(() => {
-        if (req.complete || res.destroyed) return;
-        if (!res.headersSent) {
-          const answer = errorAnswer(req.headers["content-type"] ?? "", tooSlow(ms));
-          res.writeHead(answer.status, { ...answer.headers, connection: "close" });
-          res.end(answer.body, () => req.socket.destroy());
-        } else {
-          req.socket.destroy();
-        }
-      }, ms);
-      const clear = () => clearTimeout(timer);
-      req.once("end", clear);
-      req.once("close", clear);
+    if (req.httpVersionMajor < 2) {
+      h1BodyGuard(req as http.IncomingMessage, res as http.ServerResponse, requestTimeoutMs);
     }
     handler(req, res);
   };
+}
+
+/** Answers `req` DEADLINE_EXCEEDED and closes its connection if its body is late. */
+function h1BodyGuard(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  requestTimeoutMs: number,
+): void {
+  if (req.complete) return;
+  const ms = requestDeadlineMs(req.headers, requestTimeoutMs);
+  const timer = setTimeout(() => {
+    if (req.complete || res.destroyed) return;
+    if (!res.headersSent) {
+      const answer = errorAnswer(req.headers["content-type"] ?? "", tooSlow(ms));
+      res.writeHead(answer.status, { ...answer.headers, connection: "close" });
+      res.end(answer.body, () => req.socket.destroy());
+    } else {
+      req.socket.destroy();
+    }
+  }, ms);
+  const clear = () => clearTimeout(timer);
+  req.once("end", clear);
+  req.once("close", clear);
 }

@@ -1,29 +1,24 @@
 import http2 from "node:http2";
 import { connect, type Socket } from "node:net";
-import { Code, createClient } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { SuggestServer } from "../../server/server.js";
+import { type Clients, grpcClients, startTestServer } from "../support/harness.js";
 import {
-  type Clients,
-  connectErrorOf,
-  grpcClients,
-  putSession,
-  startTestServer,
-  uniqueId,
-} from "../support/harness.js";
-import { ids, watch } from "../support/lists.js";
-import { offerOne } from "../support/suggest.js";
+  expectCapRefusals,
+  expectConnectH1Late,
+  expectConnectLate,
+  expectGrpcLate,
+  expectQuietWatchStays,
+  LOW_LIMITS,
+} from "../support/limit-checks.js";
+import { closedWithin, outcome, unfinishedH2 as unfinishedH2To } from "../support/slow-client.js";
 
 // Clients that are slow or silent at each stage they control, against servers whose
 // timeouts are set low so that each test takes a second or two.
-const LIMITS = {
-  firstBytesTimeoutMs: 300,
-  headersTimeoutMs: 500,
-  requestTimeoutMs: 1_500,
-  idleSessionTimeoutMs: 500,
-};
+const LIMITS = LOW_LIMITS;
 
 let server: SuggestServer;
 let port: number;
@@ -32,25 +27,6 @@ beforeAll(async () => {
   port = server.port;
 });
 afterAll(() => server.close());
-
-/** What became of a raw connection: whether the server closed it within `ms`, and what it said. */
-function outcome(socket: Socket, ms: number): Promise<{ closed: boolean; received: string }> {
-  let received = "";
-  socket.on("data", (chunk: Buffer) => {
-    received += chunk.toString("latin1");
-  });
-  socket.on("error", () => {});
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      socket.destroy();
-      resolve({ closed: false, received });
-    }, ms);
-    socket.once("close", () => {
-      clearTimeout(timer);
-      resolve({ closed: true, received });
-    });
-  });
-}
 
 function opened(p = port): Promise<Socket> {
   return new Promise((resolve, reject) => {
@@ -90,17 +66,7 @@ test("HTTP/1.1 headers trickled one byte at a time are cut off with 408 after th
 });
 
 test("an HTTP/2 connection that opens no stream is closed after the idle-session timeout", async () => {
-  const session = http2.connect(`http://127.0.0.1:${port}`);
-  session.on("error", () => {});
-  const closed = await new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => resolve(false), 3_000);
-    session.once("close", () => {
-      clearTimeout(timer);
-      resolve(true);
-    });
-  });
-  session.destroy();
-  expect(closed).toBe(true);
+  expect(await closedWithin(http2.connect(`http://127.0.0.1:${port}`), 3_000)).toBe(true);
 });
 
 test.each([
@@ -117,50 +83,12 @@ test.each([
   ],
 ])(
   "a watch stream (%s) that receives nothing for longer than every timeout stays, and gets the next change",
-  async (_name, clientsOf) => {
-    const clients = clientsOf();
-    const sessionId = uniqueId();
-    await putSession(clients, { sessionId });
-    const w = watch(clients, sessionId);
-    await w.waitFor(() => true);
-    await new Promise((r) => setTimeout(r, 2_000));
-    const { id } = await offerOne(clients, sessionId, "Still watching");
-    const next = await w.waitFor((m) => ids(m.open).includes(id));
-    expect(ids(next.open)).toEqual([id]);
-    w.cancel();
-    await w.ended;
-  },
+  (_name, clientsOf) => expectQuietWatchStays(clientsOf()),
 );
 
-/** An HTTP/2 request whose body starts (a frame header and 3 of its 100 bytes) and never ends. */
-function unfinishedH2(
-  headers: http2.OutgoingHttpHeaders,
-  p = port,
-): Promise<{ ms: number; headers: http2.IncomingHttpHeaders; body: string }> {
-  const session = http2.connect(`http://127.0.0.1:${p}`);
-  session.on("error", () => {});
-  const began = Date.now();
-  const stream = session.request({ ":method": "POST", te: "trailers", ...headers });
-  stream.write(Buffer.from([0, 0, 0, 0, 100, 1, 2, 3]));
-  let got: http2.IncomingHttpHeaders = {};
-  let body = "";
-  stream.on("response", (h) => {
-    got = { ...got, ...h };
-  });
-  stream.on("trailers", (h) => {
-    got = { ...got, ...h };
-  });
-  stream.on("data", (chunk: Buffer) => {
-    body += chunk.toString();
-  });
-  return new Promise((resolve) => {
-    const done = () => {
-      session.destroy();
-      resolve({ ms: Date.now() - began, headers: got, body });
-    };
-    stream.on("close", done);
-    stream.on("error", done);
-  });
+/** An HTTP/2 request whose body starts and never ends, to `p` in cleartext. */
+function unfinishedH2(headers: http2.OutgoingHttpHeaders, p = port) {
+  return unfinishedH2To(`http://127.0.0.1:${p}`, headers);
 }
 
 describe("an unfinished request body with a 1 s deadline is answered DEADLINE_EXCEEDED in about a second", () => {
@@ -179,10 +107,7 @@ describe("an unfinished request body with a 1 s deadline is answered DEADLINE_EX
       { ":path": path, "content-type": contentType, "grpc-timeout": "1S" },
       patient.port,
     );
-    expect(res.headers["grpc-status"]).toBe("4");
-    expect(res.headers["grpc-message"]).toBe("the request did not arrive in full within 1000 ms");
-    expect(res.ms).toBeGreaterThanOrEqual(900);
-    expect(res.ms).toBeLessThan(2_000);
+    expectGrpcLate(res);
   });
 
   test("Connect over HTTP/2", async () => {
@@ -190,27 +115,11 @@ describe("an unfinished request body with a 1 s deadline is answered DEADLINE_EX
       { ":path": path, "content-type": "application/json", "connect-timeout-ms": "1000" },
       patient.port,
     );
-    expect(res.headers[":status"]).toBe(504);
-    expect(JSON.parse(res.body)).toEqual({
-      code: "deadline_exceeded",
-      message: "the request did not arrive in full within 1000 ms",
-    });
-    expect(res.ms).toBeLessThan(2_000);
+    expectConnectLate(res);
   });
 
   test("Connect over HTTP/1.1", async () => {
-    const socket = await opened(patient.port);
-    const began = Date.now();
-    socket.write(
-      `POST ${path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nconnect-timeout-ms: 1000\r\ncontent-length: 100\r\n\r\n{"sess`,
-    );
-    const result = await outcome(socket, 4_000);
-    expect(result.closed).toBe(true);
-    expect(Date.now() - began).toBeLessThan(2_000);
-    expect(result.received).toMatch(/^HTTP\/1\.1 504 /);
-    expect(result.received).toContain(
-      '{"code":"deadline_exceeded","message":"the request did not arrive in full within 1000 ms"}',
-    );
+    await expectConnectH1Late(await opened(patient.port), path);
   });
 });
 
@@ -229,17 +138,7 @@ test("beyond MAX_CONNECTIONS a connection is refused in its own protocol, naming
   const holder = await opened(capped.port);
   await new Promise((r) => setTimeout(r, 100));
   const h1 = await opened(capped.port);
-  h1.write("GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n");
-  const answer = await outcome(h1, 3_000);
-  expect(answer.received).toMatch(/^HTTP\/1\.1 503 Service Unavailable\r\n/);
-  expect(answer.received).toContain("suggest-task: too many connections (1 open); try again later");
-  const err = await connectErrorOf(
-    grpcClients(capped.url).suggestions.listSuggestions({ sessionId: uniqueId() }),
-  );
-  expect([err.code, err.rawMessage]).toEqual([
-    Code.Unavailable,
-    "suggest-task: too many connections (1 open); try again later",
-  ]);
+  await expectCapRefusals(h1, grpcClients(capped.url));
   holder.destroy();
   await capped.close();
 });

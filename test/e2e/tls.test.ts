@@ -1,6 +1,5 @@
 import { execFile } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { promisify } from "node:util";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -11,34 +10,9 @@ import { grpcJsClients, grpcJsStream, grpcJsUnary } from "../support/grpc-js.js"
 import { sharedRedisUrl, startTestServer, tempDir, uniqueId } from "../support/harness.js";
 import { rawGrpc } from "../support/raw-grpc.js";
 import { successText } from "../support/suggest.js";
+import { hasOpenssl, selfSignedCert } from "../support/tls-cert.js";
 
 const run = promisify(execFile);
-
-const hasOpenssl = existsSync("/usr/bin/openssl");
-
-/** A self-signed certificate for 127.0.0.1 in a temporary folder. */
-async function selfSignedCert(dir: string): Promise<{ cert: string; key: string }> {
-  const cert = join(dir, "cert.pem");
-  const key = join(dir, "key.pem");
-  await run("openssl", [
-    "req",
-    "-x509",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-days",
-    "1",
-    "-subj",
-    "/CN=localhost",
-    "-addext",
-    "subjectAltName=IP:127.0.0.1",
-    "-keyout",
-    key,
-    "-out",
-    cert,
-  ]);
-  return { cert, key };
-}
 
 describe.skipIf(!hasOpenssl).each([
   ["the gRPC fast path", true],
