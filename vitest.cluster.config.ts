@@ -17,6 +17,8 @@ export default defineConfig({
       "test/store/list-read.test.ts",
       "test/store/lua-suggestions.test.ts",
       "test/store/lua-locks-host.test.ts",
+      "test/store/lua-inbox-withdraw.test.ts",
+      "test/store/lua-inbox-index.test.ts",
       "test/rpc/settle.test.ts",
       "test/rpc/withdraw.test.ts",
       "test/rpc/withdraw-rules.test.ts",
