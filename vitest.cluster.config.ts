@@ -29,6 +29,7 @@ export default defineConfig({
       "test/rpc/workspace-list.test.ts",
       "test/rpc/workspace-watch.test.ts",
       "test/rpc/start.test.ts",
+      "test/rpc/start-failures.test.ts",
       "test/store/start-lock.test.ts",
       "test/rpc/start-settings.test.ts",
       "test/rpc/start-stall.test.ts",

@@ -173,3 +173,12 @@ export async function sessionWithOffers(clients: Clients, ...titles: string[]) {
   for (const title of titles) ids.push((await offerOne(clients, sessionId, title)).id);
   return { sessionId, ids };
 }
+
+/**
+ * A new session on the embedded host (workspace ws-1, a normal folder) with one offer
+ * titled `title`: what the Start suites begin from. Answers both ids.
+ */
+export async function sessionWithOffer(clients: Clients, title = "Write the migration guide") {
+  const { sessionId, ids } = await sessionWithOffers(clients, title);
+  return { sessionId, suggestionId: ids[0] ?? "" };
+}
