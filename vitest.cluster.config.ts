@@ -12,6 +12,7 @@ export default defineConfig({
     include: [
       "test/cluster/**/*.test.ts",
       "test/rpc/suggest-task-rules.test.ts",
+      "test/rpc/suggest-task-precedence.test.ts",
       "test/rpc/suggest-task-concurrency.test.ts",
       "test/rpc/list.test.ts",
       "test/store/list-read.test.ts",

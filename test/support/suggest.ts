@@ -182,3 +182,16 @@ export async function sessionWithOffer(clients: Clients, title = "Write the migr
   const { sessionId, ids } = await sessionWithOffers(clients, title);
   return { sessionId, suggestionId: ids[0] ?? "" };
 }
+
+/**
+ * A new chat on the embedded host, in a normal folder of workspace ws-1 unless `init`
+ * says otherwise; answers its session id. The suggest_task rule suites start from one.
+ */
+export async function newChat(
+  clients: Clients,
+  init: Partial<Parameters<typeof putSession>[1]> = {},
+): Promise<string> {
+  const sessionId = uniqueId();
+  await putSession(clients, { ...init, sessionId });
+  return sessionId;
+}
