@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, test } from "vitest";
 import type { RedisClient } from "../../server/redis/redis-client.js";
-import { WORKSPACE_CHANNEL_PARTS } from "../../server/store/keys.js";
-import { redisClient, uniqueId } from "../support/harness.js";
+import { subscriberConnection } from "../../server/redis/redis-client.js";
+import { WORKSPACE_CHANNEL_PARTS, workspaceKeys } from "../../server/store/keys.js";
+import { eventually, redisClient, uniqueId } from "../support/harness.js";
 import { luaSession } from "../support/lua-session.js";
 
 /*
@@ -62,6 +63,23 @@ describe("withdraw-3.lua", () => {
     expect(settled?.[1][12]).toBe("time");
     expect(await redis.hmget(s.keys.projection, "s:a", "s:b")).toEqual(["open", "dismissed"]);
     expect((await s.withdraw("Same"))[1]).toEqual(offerA);
+  });
+
+  test("0 WITHDRAWN in a workspace: the entry id is told on the workspace's channel", async () => {
+    const s = session();
+    const ws = uniqueId("ws");
+    await s.offer({ id: "a", title: "Told", workspace: ws });
+    const sub = subscriberConnection(redis);
+    const told: string[] = [];
+    sub.on("message", (_channel: string, message: string) => told.push(message));
+    try {
+      await sub.subscribe(workspaceKeys(ws).changes);
+      expect((await s.withdraw("Told", "", "1"))[0]).toBe(WITHDRAW.WITHDRAWN);
+      await eventually(async () => told.length > 0);
+      expect(told).toEqual([(await s.entries())[1]?.[0]]);
+    } finally {
+      await sub.quit();
+    }
   });
 
   test("1 DUPLICATE: the same tool call answers its first offer and settlement; nothing recorded", async () => {
