@@ -27,10 +27,10 @@ import { EmbeddedChatHost } from "../server/host/embedded-host.js";
 import { freePort, startRedisServer } from "../server/redis/redis-server-process.js";
 import { createRedisClient } from "../server/store/scripts.js";
 import { SuggestionStore } from "../server/store/suggestion-store.js";
+import { measureStartConcurrency } from "./extras.js";
 import { frame, h2load, h2loadBurst, once, sequences } from "./h2-runners.js";
 import { watchCost } from "./h2-watch.js";
 import { startNode } from "./measure.js";
-import { measureStartConcurrency } from "./extras.js";
 
 const SVC = "/oda.suggest.v1.SuggestionService";
 

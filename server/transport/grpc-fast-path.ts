@@ -39,7 +39,7 @@ const RESPONSE_HEADERS = {
  * connect-node at about 390 µs of CPU per call here and a raw HTTP/2 handler near 50.
  * It takes only what it fully handles: POST, `application/grpc` or `+proto`, no
  * compression, a unary or server-streaming method. Everything else (Connect, gRPC-Web,
- * JSON, client and bidi streams, compressed calls) is handed to connect-node. Pinned by test/e2e/interop.test.ts
+ * JSON, client and bidi streams, compressed calls) is handed to connect-node. Pinned by test/e2e/interop-grpc.test.ts
  * and every gRPC interop test, which run through it.
  */
 export function createGrpcFastPath(

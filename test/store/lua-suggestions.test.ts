@@ -1,8 +1,7 @@
 import { afterAll, describe, expect, test } from "vitest";
 import type { RedisClient } from "../../server/redis/redis-client.js";
-import { sessionKeys } from "../../server/store/keys.js";
-import type { ScriptReply } from "../../server/store/scripts.js";
-import { redisClient, uniqueId } from "../support/harness.js";
+import { redisClient } from "../support/harness.js";
+import { luaSession, OFFER, SETTLE } from "../support/lua-session.js";
 
 /*
  * lua/offer-3.lua, lua/settle-3.lua and lua/readLists-2.lua called directly, through the
@@ -14,45 +13,9 @@ import { redisClient, uniqueId } from "../support/harness.js";
 const redis: RedisClient = redisClient();
 afterAll(() => redis.quit());
 
-const OFFER = { OK: 0, DUPLICATE: 1, LIFETIME: 2, OPEN: 3, TURN: 4, CHECKED: 5 } as const;
-const SETTLE = { RECORDED: 0, ALREADY: 1, NOT_FOUND: 2, NOT_OPEN: 3, OPEN_LIMIT: 4 } as const;
-
-interface OfferArgs {
-  id: string;
-  turn?: string;
-  call?: string;
-  mode?: "append" | "check";
-  lifetime?: number;
-  open?: number;
-}
-
-/** A session of its own: its keys and the two scripts bound to them. */
-function session() {
-  const keys = sessionKeys(uniqueId("lua"));
-  const offer = (a: OfferArgs): Promise<ScriptReply> =>
-    redis.offer(
-      keys.log,
-      keys.projection,
-      keys.changes,
-      a.id,
-      a.turn ?? `turn-of-${a.id}`,
-      a.call ?? "",
-      `Title ${a.id}`,
-      "Worth doing",
-      "Do the follow-up.",
-      a.mode ?? "append",
-      String(a.lifetime ?? 10),
-      String(a.open ?? 3),
-    );
-  const settle = (id: string, outcome: string, chat = "", open = 3): Promise<ScriptReply> =>
-    redis.settle(keys.log, keys.projection, keys.changes, id, outcome, chat, String(open));
-  const length = () => redis.xlen(keys.log);
-  return { keys, offer, settle, length };
-}
-
 describe("offer-3.lua", () => {
   test("0 OK: appends one offered record and answers its id, entry id and fields", async () => {
-    const s = session();
+    const s = luaSession(redis);
     const reply = await s.offer({ id: "a", turn: "t1", call: "c1" });
     expect(reply.slice(0, 2)).toEqual([OFFER.OK, "a"]);
     const [[entryId, fields]] = (await redis.xrange(s.keys.log, "-", "+")) as [[string, string[]]];
@@ -79,7 +42,7 @@ describe("offer-3.lua", () => {
   });
 
   test("1 DUPLICATE: the same tool call, or the same id re-sent, answers the first record", async () => {
-    const s = session();
+    const s = luaSession(redis);
     const first = await s.offer({ id: "a", call: "c1" });
     const byCall = await s.offer({ id: "b", turn: "other-turn", call: "c1" });
     expect(byCall).toEqual([OFFER.DUPLICATE, "a", first[2], first[3]]);
@@ -89,7 +52,7 @@ describe("offer-3.lua", () => {
   });
 
   test("2 LIFETIME: the lifetime limit (ARGV[8]) reached, settled offers counted", async () => {
-    const s = session();
+    const s = luaSession(redis);
     expect((await s.offer({ id: "a", lifetime: 2 }))[0]).toBe(OFFER.OK);
     expect((await s.settle("a", "dismissed"))[0]).toBe(SETTLE.RECORDED);
     expect((await s.offer({ id: "b", lifetime: 2 }))[0]).toBe(OFFER.OK);
@@ -98,7 +61,7 @@ describe("offer-3.lua", () => {
   });
 
   test("3 OPEN: the open limit (ARGV[9]) reached; a settlement frees a place", async () => {
-    const s = session();
+    const s = luaSession(redis);
     expect((await s.offer({ id: "a", open: 1 }))[0]).toBe(OFFER.OK);
     expect(await s.offer({ id: "b", open: 1 })).toEqual([OFFER.OPEN]);
     await s.settle("a", "drafted");
@@ -107,14 +70,14 @@ describe("offer-3.lua", () => {
   });
 
   test("4 TURN: a second offer on a turn that already offered one", async () => {
-    const s = session();
+    const s = luaSession(redis);
     await s.offer({ id: "a", turn: "t", call: "c1" });
     expect(await s.offer({ id: "b", turn: "t", call: "c2" })).toEqual([OFFER.TURN]);
     expect(await s.length()).toBe(1);
   });
 
   test("5 CHECKED: mode 'check' answers whether the quotas allow an offer, and writes nothing", async () => {
-    const s = session();
+    const s = luaSession(redis);
     expect(await s.offer({ id: "a", mode: "check" })).toEqual([OFFER.CHECKED]);
     expect(await s.length()).toBe(0);
     await s.offer({ id: "a", turn: "t" });
@@ -124,7 +87,7 @@ describe("offer-3.lua", () => {
   });
 
   test("the checks run in the design's order: lifetime, then open, then turn", async () => {
-    const s = session();
+    const s = luaSession(redis);
     await s.offer({ id: "a", turn: "t" });
     const all = { id: "b", turn: "t" };
     expect(await s.offer({ ...all, lifetime: 1, open: 1 })).toEqual([OFFER.LIFETIME]);
@@ -136,7 +99,7 @@ describe("offer-3.lua", () => {
 
 describe("settle-3.lua", () => {
   test("0 RECORDED: appends the settlement and answers the standing after it", async () => {
-    const s = session();
+    const s = luaSession(redis);
     await s.offer({ id: "a" });
     await s.offer({ id: "b" });
     expect(await s.settle("a", "started", "chat-1")).toEqual([
@@ -157,7 +120,7 @@ describe("settle-3.lua", () => {
   });
 
   test("1 ALREADY: the offer already stands as asked; nothing recorded", async () => {
-    const s = session();
+    const s = luaSession(redis);
     await s.offer({ id: "a" });
     await s.offer({ id: "b" });
     expect(await s.settle("a", "restored")).toEqual([SETTLE.ALREADY, "open", ""]);
@@ -169,7 +132,7 @@ describe("settle-3.lua", () => {
   });
 
   test("2 NOT_FOUND: no offer with that id", async () => {
-    const s = session();
+    const s = luaSession(redis);
     expect(await s.settle("ghost", "dismissed")).toEqual([SETTLE.NOT_FOUND, "", ""]);
     await s.offer({ id: "a" });
     expect(await s.settle("ghost", "restored")).toEqual([SETTLE.NOT_FOUND, "", ""]);
@@ -177,7 +140,7 @@ describe("settle-3.lua", () => {
   });
 
   test("3 NOT_OPEN: the outcome does not fit the offer's standing", async () => {
-    const s = session();
+    const s = luaSession(redis);
     await s.offer({ id: "a" });
     await s.offer({ id: "b" });
     await s.settle("a", "drafted");
@@ -189,7 +152,7 @@ describe("settle-3.lua", () => {
   });
 
   test("4 OPEN_LIMIT: a restore with the open limit (ARGV[4]) reached", async () => {
-    const s = session();
+    const s = luaSession(redis);
     await s.offer({ id: "a" });
     await s.settle("a", "dismissed");
     await s.offer({ id: "b" });
@@ -201,12 +164,12 @@ describe("settle-3.lua", () => {
 
 describe("readLists-2.lua", () => {
   test("an empty log: version 0-0:0 and no offers", async () => {
-    const s = session();
+    const s = luaSession(redis);
     expect(await redis.readLists(s.keys.log, s.keys.projection)).toEqual(["0-0:0"]);
   });
 
   test("the version, then each offer's record and its standing settlement, in offer order", async () => {
-    const s = session();
+    const s = luaSession(redis);
     await s.offer({ id: "a" });
     await s.offer({ id: "b" });
     await s.settle("a", "dismissed");
@@ -226,7 +189,7 @@ describe("readLists-2.lua", () => {
   });
 
   test("readSuggestion-2.lua: one offer's records, or the version alone when unchanged", async () => {
-    const s = session();
+    const s = luaSession(redis);
     await s.offer({ id: "a" });
     await s.offer({ id: "b" });
     await s.settle("a", "dismissed");
@@ -244,7 +207,7 @@ describe("readLists-2.lua", () => {
   });
 
   test("a deleted projection is rebuilt from the stream: the same answer", async () => {
-    const s = session();
+    const s = luaSession(redis);
     await s.offer({ id: "a" });
     await s.settle("a", "started", "chat-1");
     const before = await redis.readLists(s.keys.log, s.keys.projection);

@@ -1,5 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
+import protobuf from "protobufjs";
 
 /** The service's protos as a @grpc/grpc-js client loads them at run time. */
 const definition = protoLoader.loadSync(
@@ -87,4 +88,46 @@ export function grpcJsStream<Res>(
   const fn = (client as unknown as Record<string, (...args: unknown[]) => unknown>)[method];
   if (fn === undefined) throw new Error(`no method ${method}`);
   return fn.call(client, request, options) as grpc.ClientReadableStream<Res>;
+}
+
+/**
+ * The protos again, for protobufjs alone: decoding a status's details needs only the same
+ * files, no generated code, as for any client in another language.
+ */
+const detailsRoot = (() => {
+  const includeDirs = ["proto", "test/fixtures"];
+  const root = new protobuf.Root();
+  root.resolvePath = (_origin, target) => {
+    for (const dir of includeDirs) {
+      const path = `${dir}/${target}`;
+      try {
+        require.resolve(`../../${path}`);
+        return path;
+      } catch {}
+    }
+    return target;
+  };
+  const files = ["oda/suggest/v1/suggestion_service.proto", "oda/suggest/v1/chat_host.proto"];
+  root.loadSync([...files, "google/rpc/status.proto", "google/rpc/error_details.proto"], {
+    keepCase: true,
+  });
+  return root;
+})();
+
+/**
+ * The details of a grpc-js error's `grpc-status-details-bin` trailer, each message as a
+ * plain object with its full type name under `type` (enums as names, defaults included).
+ */
+export function decodeStatusDetails(err: grpc.ServiceError): Record<string, unknown>[] {
+  const bin = err.metadata.get("grpc-status-details-bin")[0] as Buffer;
+  const status = detailsRoot.lookupType("google.rpc.Status").decode(bin) as unknown as {
+    details: { type_url: string; value: Uint8Array }[];
+  };
+  return status.details.map((any) => {
+    const type = detailsRoot.lookupType(any.type_url.slice(any.type_url.lastIndexOf("/") + 1));
+    return {
+      type: type.fullName.slice(1),
+      ...type.toObject(type.decode(any.value), { enums: String, defaults: true }),
+    };
+  });
 }

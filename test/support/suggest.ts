@@ -173,3 +173,25 @@ export async function sessionWithOffers(clients: Clients, ...titles: string[]) {
   for (const title of titles) ids.push((await offerOne(clients, sessionId, title)).id);
   return { sessionId, ids };
 }
+
+/**
+ * A new session on the embedded host (workspace ws-1, a normal folder) with one offer
+ * titled `title`: what the Start suites begin from. Answers both ids.
+ */
+export async function sessionWithOffer(clients: Clients, title = "Write the migration guide") {
+  const { sessionId, ids } = await sessionWithOffers(clients, title);
+  return { sessionId, suggestionId: ids[0] ?? "" };
+}
+
+/**
+ * A new chat on the embedded host, in a normal folder of workspace ws-1 unless `init`
+ * says otherwise; answers its session id. The suggest_task rule suites start from one.
+ */
+export async function newChat(
+  clients: Clients,
+  init: Partial<Parameters<typeof putSession>[1]> = {},
+): Promise<string> {
+  const sessionId = uniqueId();
+  await putSession(clients, { ...init, sessionId });
+  return sessionId;
+}

@@ -1,20 +1,7 @@
-import type { Http2Session } from "node:http2";
-import type { AddressInfo } from "node:net";
-import {
-  Code,
-  ConnectError,
-  type ConnectRouter,
-  createRouterTransport,
-  type Interceptor,
-  type ServiceImpl,
-} from "@connectrpc/connect";
-import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError, createRouterTransport, type ServiceImpl } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import {
   AgentRole,
-  type CallerOptions,
-  createChatHostClient,
-  createLocalHostClient,
   createSuggestionClient,
   errorCodeOf,
   errorCodeText,
@@ -24,7 +11,6 @@ import {
   isSuggestTaskRefusalError,
   isTaskSuggestionError,
   isWorkspaceMissingError,
-  type NodeTransportOptions,
   RefusalReason,
   type SuggestionClient,
   SuggestionErrorCode,
@@ -41,193 +27,13 @@ import {
   WorkspaceMissingError,
   WorkspaceMissingReason,
 } from "../../sdk/src/node.js";
-import * as web from "../../sdk/src/web.js";
 import { refusalError, suggestionError } from "../../server/rpc/errors.js";
-import { createOnePortServer } from "../../server/transport/one-port.js";
-import { uniqueId } from "../support/harness.js";
-import { useTestServer } from "../support/server-fixture.js";
+import { serve, TRANSPORTS } from "../support/sdk-clients.js";
 
-/** The SDK's three clients for one server, made by one platform entry's factories. */
-type Clients = {
-  suggestion: SuggestionClient;
-  chatHost: ReturnType<typeof createChatHostClient>;
-  localHost: ReturnType<typeof createLocalHostClient>;
-};
-
-/** Clients of the Node entry (`@oda/suggest-task/node`): connect-node transports. */
-function viaNode(protocol: Omit<NodeTransportOptions, "baseUrl">) {
-  return (baseUrl: string, caller: CallerOptions = {}): Clients => {
-    const options = { baseUrl, ...protocol, ...caller } as NodeTransportOptions & CallerOptions;
-    return {
-      suggestion: createSuggestionClient(options),
-      chatHost: createChatHostClient(options),
-      localHost: createLocalHostClient(options),
-    };
-  };
-}
-
-/** Clients of the web entry (`@oda/suggest-task/web`): connect-web over Node's own fetch. */
-function viaFetch(protocol: Omit<web.WebTransportOptions, "baseUrl">) {
-  return (baseUrl: string, caller: CallerOptions = {}): Clients => {
-    const options = { baseUrl, ...protocol, ...caller };
-    return {
-      suggestion: web.createSuggestionClient(options),
-      chatHost: web.createChatHostClient(options),
-      localHost: web.createLocalHostClient(options),
-    };
-  };
-}
-
-/**
- * Every transport the suite runs through: each protocol and HTTP version the service serves
- * on its one port through the Node entry, and Connect and gRPC-Web over `fetch` through the
- * web entry (the transport a browser or an edge runtime uses).
+/*
+ * The SDK's typed errors, one class per failure, on every transport, thrown by a fake
+ * service that fails with the server's own error builders. Calls: sdk-client-rpcs.test.ts.
  */
-const TRANSPORTS = [
-  ["Node: gRPC over h2c", viaNode({ protocol: "grpc" })],
-  ["Node: Connect over HTTP/1.1", viaNode({ protocol: "connect", httpVersion: "1.1" })],
-  ["Node: Connect over h2c", viaNode({ protocol: "connect", httpVersion: "2" })],
-  ["Node: gRPC-Web over HTTP/1.1", viaNode({ protocol: "grpc-web", httpVersion: "1.1" })],
-  ["Node: gRPC-Web over h2c", viaNode({ protocol: "grpc-web", httpVersion: "2" })],
-  ["fetch: Connect (JSON)", viaFetch({})],
-  ["fetch: Connect (binary)", viaFetch({ useBinaryFormat: true })],
-  ["fetch: gRPC-Web", viaFetch({ protocol: "grpc-web" })],
-] as const;
-
-/** A Connect server on one real port (h2c and HTTP/1.1) serving `routes`; for fakes. */
-async function serve(routes: (router: ConnectRouter) => void) {
-  const { tcp, h1, h2 } = createOnePortServer(connectNodeAdapter({ routes }));
-  const sessions = new Set<Http2Session>();
-  h2.on("session", (session: Http2Session) => {
-    sessions.add(session);
-    session.once("close", () => sessions.delete(session));
-  });
-  await new Promise<void>((resolve) => tcp.listen(0, "127.0.0.1", resolve));
-  const { port } = tcp.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: async () => {
-      const closed = Promise.all([
-        new Promise((resolve) => tcp.close(resolve)),
-        new Promise((resolve) => h1.close(resolve)),
-        new Promise((resolve) => h2.close(resolve)),
-      ]);
-      h1.closeAllConnections();
-      for (const session of sessions) session.destroy();
-      await closed;
-    },
-  };
-}
-
-describe("createSuggestionClient against the real server", () => {
-  const t = useTestServer();
-
-  test.each(TRANSPORTS)("%s: offers, and a refusal is a typed error", async (_name, clients) => {
-    const { suggestion: client, localHost, chatHost } = clients(t.server.url);
-    const sessionId = uniqueId("sdk-proto");
-    await localHost.putSession({ session: { sessionId, workspaceId: "ws-1" } });
-    const { session } = await chatHost.getSession({ sessionId });
-    expect(session?.workspaceId).toBe("ws-1");
-
-    const res = await client.suggestTask({
-      context: { sessionId, turnId: "t1", role: AgentRole.TOP_LEVEL, toolCallId: "c1" },
-      args: { title: "Fix it", tldr: "Because", brief: "Do the thing" },
-    });
-    expect(res.result).toBe(
-      'Suggested "Fix it". The user decides whether to start it; do not start it yourself.',
-    );
-
-    const err = await client
-      .suggestTask({
-        context: { sessionId, turnId: "t1", role: AgentRole.TOP_LEVEL, toolCallId: "c2" },
-        args: { title: "Again", tldr: "Because", brief: "Do the thing" },
-      })
-      .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(SuggestTaskRefusalError);
-    expect(err).toBeInstanceOf(ConnectError);
-    if (!isSuggestTaskRefusalError(err)) return;
-    expect(err.code).toBe(Code.ResourceExhausted);
-    expect(err.rawMessage).toBe(
-      "suggest_task: one suggestion per turn; this turn already offered one",
-    );
-    expect(err.payload).toMatchObject({ reason: RefusalReason.TURN_LIMIT, limit: 1 });
-    expect(err.errorInfo).toMatchObject({ domain: "suggest_task", reason: "TURN_LIMIT" });
-  });
-
-  test.each(TRANSPORTS)(
-    "%s: an error without details stays a plain ConnectError",
-    async (_n, clients) => {
-      const err = await clients(t.server.url)
-        .suggestion.listSuggestions({ sessionId: "no spaces allowed" })
-        .catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(ConnectError);
-      expect(err).not.toBeInstanceOf(SuggestTaskServiceError);
-      expect(err).not.toBeInstanceOf(SuggestionNotFoundError);
-      expect(err).toMatchObject({ code: Code.InvalidArgument });
-    },
-  );
-
-  test("the chat host client answers NOT_FOUND as a plain ConnectError", async () => {
-    const err = await createChatHostClient({ baseUrl: t.server.url })
-      .getSession({ sessionId: uniqueId("nobody") })
-      .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ConnectError);
-    expect(err).not.toBeInstanceOf(SuggestTaskServiceError);
-    expect(err).toMatchObject({ code: Code.NotFound });
-  });
-});
-
-describe("the bearer token", () => {
-  const seen: (string | null)[] = [];
-  let fake: Awaited<ReturnType<typeof serve>>;
-  beforeAll(async () => {
-    fake = await serve((router) =>
-      router.service(SuggestionService, {
-        listSuggestions(_req, context) {
-          seen.push(context.requestHeader.get("authorization"));
-          return {};
-        },
-      }),
-    );
-  });
-  afterAll(() => fake.close());
-
-  test.each(TRANSPORTS)("%s: sent as authorization: Bearer <token>", async (_name, clients) => {
-    seen.length = 0;
-    await clients(fake.url, { token: "s3cret" }).suggestion.listSuggestions({ sessionId: "s" });
-    expect(seen).toEqual(["Bearer s3cret"]);
-  });
-
-  test("a function token is asked before every call; no token sends none", async () => {
-    seen.length = 0;
-    let n = 0;
-    const client = createSuggestionClient({
-      baseUrl: fake.url,
-      token: async () => `t${++n}`,
-    });
-    await client.listSuggestions({ sessionId: "s" });
-    await client.listSuggestions({ sessionId: "s" });
-    await createSuggestionClient({ baseUrl: fake.url }).listSuggestions({ sessionId: "s" });
-    expect(seen).toEqual(["Bearer t1", "Bearer t2", null]);
-  });
-
-  test("a given transport gets the token too, and the caller's interceptors run after it", async () => {
-    seen.length = 0;
-    const order: string[] = [];
-    const spy: Interceptor = (next) => (req) => {
-      order.push(`caller saw ${req.header.get("authorization")}`);
-      return next(req);
-    };
-    const transport = createGrpcTransport({ baseUrl: fake.url });
-    await createSuggestionClient({
-      transport,
-      token: "given",
-      interceptors: [spy],
-    }).listSuggestions({ sessionId: "s" }, { headers: { "x-call": "1" } });
-    expect(seen).toEqual(["Bearer given"]);
-    expect(order).toEqual(["caller saw Bearer given"]);
-  });
-});
 
 /** A fake SuggestionService whose every RPC fails with the server's own error builders. */
 const failing: Partial<ServiceImpl<typeof SuggestionService>> = {
