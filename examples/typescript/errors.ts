@@ -50,7 +50,6 @@ const calls = [
   () => client.startSuggestion({ sessionId, suggestionId }), // the chat has no workspace
   () => client.getSuggestion({ sessionId, suggestionId: "no-such-id" }),
   () => client.suggestTask({ context, args }), // a second offer in the same turn
-  () => client.dismissSuggestion({ sessionId, suggestionId }),
 ];
 for (const call of calls) {
   try {
