@@ -31,7 +31,7 @@ async function selfSignedCert(dir: string): Promise<{ cert: string; key: string 
     "-subj",
     "/CN=localhost",
     "-addext",
-    "subjectAltName=IP:127.0.0.1",
+    "subjectAltName=IP:127.0.0.1,DNS:localhost",
     "-keyout",
     key,
     "-out",
