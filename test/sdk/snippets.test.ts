@@ -28,7 +28,7 @@ describe("the SDK snippets of the docs", () => {
   let project: ConsumerProject;
   beforeAll(async () => {
     const { snippets, project: files } = snippetFiles();
-    project = await consumerProject(SNIPPETS_DIR, [...snippets, ...files]);
+    project = await consumerProject({ from: SNIPPETS_DIR, files: [...snippets, ...files] });
   }, 240_000);
   afterAll(() => project?.remove());
 

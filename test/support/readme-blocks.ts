@@ -35,10 +35,10 @@ export function shellExamples(path: string): ShellExample[] {
  * everything else must be equal.
  */
 export function matchesExample(output: string, expected: string): boolean {
-  const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   const lines = expected.trimEnd().split("\n");
   const pattern = lines
-    .map((l) => (l.trim() === "…" ? "(?:.*\\n)*?" : `${escape(l).replaceAll("…", ".*")}\\n`))
+    .map((l) => (l.trim() === "…" ? "(?:.*\\n)*?" : `${literal(l).replaceAll("…", ".*")}\\n`))
     .join("");
   return new RegExp(`^${pattern}$`).test(`${output.trimEnd()}\n`);
 }

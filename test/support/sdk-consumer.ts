@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { cpSync, readdirSync, readFileSync } from "node:fs";
+import { cpSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { tempDir } from "./harness.js";
@@ -25,31 +25,43 @@ export interface ConsumerProject {
   remove(): void;
 }
 
+/** What a consumer project starts from, before the SDK is installed into it. */
+export interface ConsumerSetup {
+  /** Files to copy in (names in `from`), `package.json` among them unless given below. */
+  readonly from?: string;
+  readonly files?: readonly string[];
+  /** A `package.json` to write instead. */
+  readonly packageJson?: Record<string, unknown>;
+  /** Packages to install beside the SDK and its usual peers, at the repository's versions. */
+  readonly extra?: readonly string[];
+}
+
 /**
  * Packs `sdk/` (building it) and installs the tarball into a fresh project, with the
  * packages a user adds beside it (the connect-es peers, @types/node, and `extra`), each at
  * the version the repository has, as the README's consumer setup says. Nothing is fetched
  * that `npm ci` did not already put in npm's cache (`--prefer-offline`); no install
- * script runs. `files` (file names in `from`) are copied in first, `package.json` included.
+ * script runs.
  */
-export async function consumerProject(
-  from: string,
-  files: readonly string[],
-  extra: readonly string[] = [],
-): Promise<ConsumerProject> {
+export async function consumerProject(setup: ConsumerSetup): Promise<ConsumerProject> {
   const project = tempDir("sdk-consumer");
-  for (const file of files) cpSync(join(from, file), join(project.dir, file));
+  for (const file of setup.files ?? []) {
+    cpSync(join(setup.from ?? ROOT, file), join(project.dir, file));
+  }
+  if (setup.packageJson !== undefined) {
+    writeFileSync(join(project.dir, "package.json"), JSON.stringify(setup.packageJson));
+  }
   const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", project.dir], {
     cwd: join(ROOT, "sdk"),
   });
   const [packed] = JSON.parse(stdout.slice(stdout.indexOf("[")));
-  const peers = ["@types/node", "@connectrpc/connect", "@connectrpc/connect-node", ...extra];
+  const peers = ["@types/node", "@connectrpc/connect", "@connectrpc/connect-node"];
   await run(
     "npm",
     [
       "install",
       join(project.dir, packed.filename),
-      ...peers.map((name) => `${name}@${installedVersion(name)}`),
+      ...[...peers, ...(setup.extra ?? [])].map((name) => `${name}@${installedVersion(name)}`),
       "--prefer-offline",
       "--no-audit",
       "--no-fund",
