@@ -67,6 +67,7 @@ export {
   type ToolInputSchema,
   type ToolStringProperty,
   toolDefinition,
+  type VendorInputSchema,
 } from "./tool.js";
 export { readToolArguments } from "./tool-arguments.js";
 export {

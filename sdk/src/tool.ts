@@ -60,11 +60,25 @@ export function toolDefinition(message: DescMessage): ToolDefinition {
  */
 export const suggestTaskTool: ToolDefinition = /*@__PURE__*/ toolDefinition(SuggestTaskArgsSchema);
 
+/**
+ * A tool's JSON Schema as the vendors' SDKs type it (`@anthropic-ai/sdk`, the MCP SDK):
+ * `required` a mutable `string[]`, which a `readonly string[]` is not assignable to. Each
+ * adapter gives a fresh copy, so the frozen definition stays untouched. A type alias, not an
+ * interface: the vendors' types have an index signature, which only an alias satisfies.
+ */
+export type VendorInputSchema = Omit<ToolInputSchema, "required"> & {
+  readonly required: string[];
+};
+
+function vendorSchema(schema: ToolInputSchema): VendorInputSchema {
+  return { ...schema, required: [...schema.required] };
+}
+
 /** A tool in the Anthropic Messages API's `tools` array. */
 export interface AnthropicTool {
   readonly name: string;
   readonly description: string;
-  readonly input_schema: ToolInputSchema;
+  readonly input_schema: VendorInputSchema;
 }
 
 /** A tool in the OpenAI Chat Completions API's `tools` array (a function tool). */
@@ -81,7 +95,7 @@ export interface OpenAIFunctionTool {
 export interface McpTool {
   readonly name: string;
   readonly description: string;
-  readonly inputSchema: ToolInputSchema;
+  readonly inputSchema: VendorInputSchema;
 }
 
 /** The tool for the Anthropic Messages API: `{ name, description, input_schema }`. */
@@ -89,7 +103,7 @@ export function anthropicTool(definition: ToolDefinition = suggestTaskTool): Ant
   return {
     name: definition.name,
     description: definition.description,
-    input_schema: definition.inputSchema,
+    input_schema: vendorSchema(definition.inputSchema),
   };
 }
 
@@ -114,6 +128,6 @@ export function mcpTool(definition: ToolDefinition = suggestTaskTool): McpTool {
   return {
     name: definition.name,
     description: definition.description,
-    inputSchema: definition.inputSchema,
+    inputSchema: vendorSchema(definition.inputSchema),
   };
 }

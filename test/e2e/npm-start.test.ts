@@ -13,13 +13,11 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** Runs the real `buf` binary from @bufbuild/buf, as the README shows it. */
+/** Runs the real `buf` binary from @bufbuild/buf, as the README shows it: no schema (reflection). */
 async function bufCurl(url: string, method: string, data: unknown) {
   const args = [
     "buf",
     "curl",
-    "--schema",
-    "proto",
     "--protocol",
     "grpc",
     "--http2-prior-knowledge",

@@ -3,7 +3,8 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { tempDir, uniqueId } from "../support/harness.js";
+import { uniqueId } from "../support/harness.js";
+import { type ConsumerProject, consumerProject } from "../support/sdk-consumer.js";
 import { useTestServer } from "../support/server-fixture.js";
 
 const run = promisify(execFile);
@@ -108,36 +109,15 @@ const STRICT = {
 
 describe("the packed SDK in a fresh project", () => {
   const t = useTestServer();
-  let project: ReturnType<typeof tempDir>;
+  let project: ConsumerProject;
   let packed: { filename: string; files: { path: string }[] };
   beforeAll(async () => {
-    project = tempDir("sdk-consumer");
-    const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", project.dir], {
-      cwd: join(ROOT, "sdk"),
+    // The optional peers of the entries it imports (/node and /web), as a user adds them.
+    project = await consumerProject({
+      packageJson: { name: "consumer", private: true, type: "module" },
+      extra: ["@connectrpc/connect-web"],
     });
-    [packed] = JSON.parse(stdout.slice(stdout.indexOf("[")));
-    const versionOf = (name: string) =>
-      JSON.parse(readFileSync(join(ROOT, "node_modules", name, "package.json"), "utf8")).version;
-    writeFileSync(
-      join(project.dir, "package.json"),
-      JSON.stringify({ name: "consumer", private: true, type: "module" }),
-    );
-    await run(
-      "npm",
-      [
-        "install",
-        join(project.dir, packed.filename),
-        `@types/node@${versionOf("@types/node")}`,
-        // The optional peers of the entries it imports (/node and /web), as a user adds them.
-        `@connectrpc/connect-node@${versionOf("@connectrpc/connect-node")}`,
-        `@connectrpc/connect-web@${versionOf("@connectrpc/connect-web")}`,
-        "--prefer-offline",
-        "--no-audit",
-        "--no-fund",
-        "--ignore-scripts",
-      ],
-      { cwd: project.dir },
-    );
+    packed = project.packed;
     writeFileSync(join(project.dir, "main.ts"), CONSUMER);
     writeFileSync(join(project.dir, "main.cts"), CONSUMER);
     writeFileSync(

@@ -27,9 +27,22 @@ function credentialsFor(ca: Buffer | undefined): grpc.ChannelCredentials {
   return ca === undefined ? grpc.credentials.createInsecure() : grpc.credentials.createSsl(ca);
 }
 
+/**
+ * Channel options for TLS: grpc-js sends the target's host as the TLS server name, and an IP
+ * there is not allowed (RFC 6066; Node warns DEP0123), so the test certificate's DNS name
+ * `localhost` is sent and checked instead.
+ */
+function channelOptionsFor(ca: Buffer | undefined): grpc.ChannelOptions {
+  return ca === undefined ? {} : { "grpc.ssl_target_name_override": "localhost" };
+}
+
 /** A grpc-js client of `grpc.health.v1.Health` at `url`; close it when done. */
 export function loadHealth(url: string, ca?: Buffer): grpc.Client {
-  return new loaded.grpc.health.v1.Health(url.replace(/^https?:\/\//, ""), credentialsFor(ca));
+  return new loaded.grpc.health.v1.Health(
+    url.replace(/^https?:\/\//, ""),
+    credentialsFor(ca),
+    channelOptionsFor(ca),
+  );
 }
 
 /** grpc-js clients of the two services a caller needs, and a way to close them. */
@@ -47,11 +60,17 @@ export function grpcJsClients(url: string, ca?: Buffer): GrpcJsClients {
   const address = url.replace(/^https?:\/\//, "");
   const credentials = credentialsFor(ca);
   const v1 = loaded.oda.suggest.v1;
+  const options = channelOptionsFor(ca);
   const suggestions = new (v1.SuggestionService as grpc.ServiceClientConstructor)(
     address,
     credentials,
+    options,
   );
-  const local = new (v1.LocalHostService as grpc.ServiceClientConstructor)(address, credentials);
+  const local = new (v1.LocalHostService as grpc.ServiceClientConstructor)(
+    address,
+    credentials,
+    options,
+  );
   return {
     suggestions,
     local,

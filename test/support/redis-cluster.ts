@@ -54,7 +54,7 @@ export interface LocalRedisCluster {
  * `--cluster-enabled yes`, each on free client and bus ports with its own data folder
  * (AOF on, `appendfsync always`), joined by `redis-cli --cluster create` with no
  * replicas. `cluster-require-full-coverage no` lets the live primaries keep serving
- * their slots while one is down, as the README's cluster section recommends.
+ * their slots while one is down, as docs/redis-cluster.md recommends.
  */
 export async function startRedisCluster(
   options: RedisClusterOptions = {},

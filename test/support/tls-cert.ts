@@ -23,7 +23,7 @@ export async function selfSignedCert(dir: string): Promise<{ cert: string; key: 
     "-subj",
     "/CN=localhost",
     "-addext",
-    "subjectAltName=IP:127.0.0.1",
+    "subjectAltName=IP:127.0.0.1,DNS:localhost",
     "-keyout",
     key,
     "-out",
