@@ -117,7 +117,7 @@ async function startOnce(
  * atomic `started` step the person may dismiss (or draft) the suggestion. The step then
  * answers not-open, no brief is posted, the suggestion stays dismissed and its chat
  * stays empty; starting it again fails with task-suggestion/not-open
- * (test/rpc/start.test.ts, "a dismissal during creation").
+ * (test/rpc/start-stall.test.ts, "dismissed while its chat is being created").
  */
 async function startHeld(
   deps: StartSuggestionDeps,
