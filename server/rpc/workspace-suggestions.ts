@@ -48,10 +48,7 @@ export async function listWorkspaceSuggestions(
     suggestions: page.entries.map((e) => e.suggestion),
     nextPageToken: page.next === "" ? "" : encodePageToken(page.next),
   });
-  return withInboxEncoding(
-    response,
-    page.entries.map((e) => e.member),
-  );
+  return withInboxEncoding(response);
 }
 
 /**

@@ -125,6 +125,8 @@ export class WorkspaceInbox {
    */
   async page(workspaceId: string, size: number, after: string): Promise<InboxPage> {
     const keys = workspaceKeys(workspaceId);
+    const asked = `${workspaceId}\n${after}\n${size}`;
+    const held = this.#pages.get(asked);
     const reply = await this.redis.inboxPage(
       keys.offers,
       keys.chats,
@@ -132,7 +134,31 @@ export class WorkspaceInbox {
       keys.docs,
       after,
       String(size),
+      held?.version ?? "",
     );
+    if (reply.length === 1 && held !== undefined && reply[0] === held.version) return held.page;
+    const page = await this.#pageOf(workspaceId, size, after, reply);
+    // Kept only when no chat was pending: reading one back moved the version already.
+    if ((reply[0] as unknown[]).length === 0) this.#keepPage(asked, String(reply[3]), page);
+    return page;
+  }
+
+  /** Pages read while no chat was pending, by (workspace, after, size), with their version. */
+  readonly #pages = new Map<string, { readonly version: string; readonly page: InboxPage }>();
+
+  #keepPage(asked: string, version: string, page: InboxPage): void {
+    this.#pages.delete(asked);
+    if (this.#pages.size >= KEPT_PAGES)
+      this.#pages.delete(this.#pages.keys().next().value as string);
+    this.#pages.set(asked, { version, page });
+  }
+
+  async #pageOf(
+    workspaceId: string,
+    size: number,
+    after: string,
+    reply: ScriptReply,
+  ): Promise<InboxPage> {
     const pending = tokenMap(reply[0]);
     const window = reply[1] as string[];
     const docs = reply[2] as (string | null)[];
@@ -169,10 +195,30 @@ export class WorkspaceInbox {
   }
 }
 
-/** An entry from the record the index keeps for it. */
+/** The most pages one instance keeps, least recently read first out. */
+const KEPT_PAGES = 1_000;
+
+/** Entries made from the index's records, by member; the most kept at once. */
+const madeEntries = new Map<string, InboxEntry>();
+const MADE_ENTRIES = 20_000;
+
+/**
+ * An entry from the record the index keeps for it. The suggestion an offer's record
+ * makes depends on that record only, so an entry already made from the very same
+ * record is answered again (a page read then parses and builds nothing for offers it
+ * has seen): the cache can never answer another record than the one read. The oldest
+ * go first beyond 20,000.
+ */
 function entryOf(sessionId: string, member: string, doc: string): InboxEntry {
+  const made = madeEntries.get(member);
+  if (made !== undefined && made.doc === doc) return made;
   const [entryId, fields] = JSON.parse(doc) as [string, Record<string, string>];
-  return { member, suggestion: offeredSuggestion(sessionId, { entryId, fields }), doc };
+  const entry = { member, suggestion: offeredSuggestion(sessionId, { entryId, fields }), doc };
+  if (madeEntries.size >= MADE_ENTRIES) {
+    madeEntries.delete(madeEntries.keys().next().value as string);
+  }
+  madeEntries.set(member, entry);
+  return entry;
 }
 
 /** What an append that carries an inbox token answers when it needs a (new) token. */

@@ -22,7 +22,7 @@ function workspace() {
   const page = (after: string, limit: number) => redis.inboxPage(...index, after, String(limit));
   const put = (session: string, token: string, clear: boolean, ...members: string[]) =>
     redis.inboxPut(...index, session, token, clear ? "1" : "0", ...members);
-  return { keys, announce, page, put };
+  return { keys, index, announce, page, put };
 }
 
 /** The Redis server's clock in microseconds, as announce-2.lua reads it. */
@@ -59,9 +59,29 @@ describe("announce-2.lua", () => {
 });
 
 describe("inboxPage-4.lua", () => {
-  test("an empty index: { {}, {}, {} }", async () => {
+  test("an empty index: { {}, {}, {}, '0:0' }", async () => {
     const w = workspace();
-    expect(await w.page("", 10)).toEqual([[], [], []]);
+    expect(await w.page("", 10)).toEqual([[], [], [], "0:0"]);
+  });
+
+  test("{ version } alone: the index unchanged since the version held, and no chat pending", async () => {
+    const w = workspace();
+    const held = (version: string) =>
+      redis.inboxPage(...w.index, "", "10", version) as Promise<unknown[]>;
+    const token = String(await w.announce("chat-1"));
+    // Pending: the whole page, whatever version is held.
+    const pendingPage = await w.page("", 10);
+    expect(await held(String(pendingPage[3]))).toHaveLength(4);
+    await w.put("chat-1", token, true, "m1", "doc 1");
+    const page = await w.page("", 10);
+    const version = String(page[3]);
+    expect(version).toBe(`${token}:1`);
+    expect(await held(version)).toEqual([version]);
+    expect(await held("an older one")).toEqual(page);
+    // Every announcement and every write moves the version.
+    const again = String(await w.announce("chat-1"));
+    await w.put("chat-1", again, true, "m1", "doc 1");
+    expect(await held(version)).toEqual([[], ["m1"], ["doc 1"], `${again}:2`]);
   });
 
   test("{ pending, members, docs }: a window newest first, after a member, with every pending chat", async () => {
@@ -70,7 +90,13 @@ describe("inboxPage-4.lua", () => {
     await w.put("chat-1", token, true, "m1", "doc 1", "m2", "doc 2", "m3", "doc 3");
     const pendingToken = String(await w.announce("chat-2"));
     await redis.sadd(w.keys.pending, "chat-never-announced");
-    const [pending, members, docs] = (await w.page("", 2)) as [string[], string[], string[]];
+    const [pending, members, docs, version] = (await w.page("", 2)) as [
+      string[],
+      string[],
+      string[],
+      string,
+    ];
+    expect(version).toBe(`${pendingToken}:1`);
     const pairs = new Map<string, string>();
     for (let i = 0; i < pending.length; i += 2) pairs.set(pending[i] ?? "", pending[i + 1] ?? "");
     expect(pairs).toEqual(
@@ -81,15 +107,15 @@ describe("inboxPage-4.lua", () => {
     );
     expect(members).toEqual(["m3", "m2"]);
     expect(docs).toEqual(["doc 3", "doc 2"]);
-    expect((await w.page("m2", 2)).slice(1)).toEqual([["m1"], ["doc 1"]]);
-    expect((await w.page("m1", 2)).slice(1)).toEqual([[], []]);
+    expect((await w.page("m2", 2)).slice(1, 3)).toEqual([["m1"], ["doc 1"]]);
+    expect((await w.page("m1", 2)).slice(1, 3)).toEqual([[], []]);
   });
 
   test("a member without its doc answers false (nil) in its place", async () => {
     const w = workspace();
     await redis.zadd(w.keys.offers, 0, "m1", 0, "m2");
     await redis.hset(w.keys.docs, "m1", "doc 1");
-    expect(await w.page("", 10)).toEqual([[], ["m2", "m1"], [null, "doc 1"]]);
+    expect(await w.page("", 10)).toEqual([[], ["m2", "m1"], [null, "doc 1"], "0:0"]);
   });
 });
 
@@ -129,7 +155,7 @@ describe("inboxPut-4.lua", () => {
     expect(await w.put("chat-1", token1, true)).toBe(1);
     expect(await w.put("chat-2", again, false)).toBe(1);
     expect(await redis.zrange(w.keys.offers, 0, -1)).toEqual([]);
-    expect(await redis.hgetall(w.keys.chats)).toEqual({ seq: again, "t:chat-2": again });
+    expect(await redis.hgetall(w.keys.chats)).toEqual({ seq: again, puts: "4", "t:chat-2": again });
     expect(await redis.smembers(w.keys.pending)).toEqual(["chat-2"]);
   });
 });

@@ -9,11 +9,16 @@
 
   ARGV[1] after    the member the window starts after ('': from the newest)
   ARGV[2] limit    the most members to answer
+  ARGV[3] held     the index version the reader holds a page of ('': none)
 
-  Result: { pending, members, docs }
+  Result: { pending, members, docs, version }
     pending   { session, token, ... } of every pending chat
     members   up to `limit` members after ARGV[1], newest first
     docs      their offers' records, in the same order (false where missing)
+    version   the index's version: `seq:puts` of the chats hash, which every
+              announcement (announce-2.lua) and every write (inboxPut-4.lua) moves
+  or { version } alone when it equals ARGV[3] and no chat is pending: the index is as
+  the reader last read it, and so is every chat of it.
 ]]
 local offers, chats, pending, docs = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 
@@ -34,6 +39,13 @@ local function tokensOf(sessions)
   return result
 end
 
+local counters = redis.call('HMGET', chats, 'seq', 'puts')
+local version = (counters[1] or '0') .. ':' .. (counters[2] or '0')
+local waiting = redis.call('SMEMBERS', pending)
+if ARGV[3] ~= nil and ARGV[3] == version and #waiting == 0 then
+  return { version }
+end
+
 local max = '+'
 if ARGV[1] ~= '' then
   max = '(' .. ARGV[1]
@@ -43,4 +55,4 @@ local records = {}
 if #members > 0 then
   records = redis.call('HMGET', docs, unpack(members))
 end
-return { tokensOf(redis.call('SMEMBERS', pending)), members, records }
+return { tokensOf(waiting), members, records, version }

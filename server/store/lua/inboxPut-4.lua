@@ -15,6 +15,9 @@
   ARGV[4...]       the chat's members now, each followed by its offer's record
 
   Result: 1 written, 0 not (an announcement came since: the chat stays pending)
+
+  A write counts in the chats hash's `puts`, which with its `seq` versions the index
+  for inboxPage-4.lua's readers.
 ]]
 local offers, chats, pending, docs = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local session, token = ARGV[1], ARGV[2]
@@ -29,6 +32,7 @@ if old then
     redis.call('HDEL', docs, member)
   end
 end
+redis.call('HINCRBY', chats, 'puts', 1)
 local members = {}
 for i = 4, #ARGV - 1, 2 do
   members[#members + 1] = ARGV[i]
