@@ -1,13 +1,9 @@
 import type { CallOptions } from "@connectrpc/connect";
-import {
-  type Suggestion,
-  type SuggestTaskRefusal,
-  WithdrawSuggestionArgsSchema,
-} from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import { WithdrawSuggestionArgsSchema } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { SuggestionClient } from "./clients.js";
 import { type ToolDefinition, toolDefinition } from "./tool.js";
 import { readToolArguments } from "./tool-arguments.js";
-import { runToolCall, type ToolCallContextInit } from "./tool-call.js";
+import { runToolCall, type SuggestTaskToolResult, type ToolCallContextInit } from "./tool-call.js";
 
 /**
  * The withdraw_suggestion tool, offered beside suggest_task: `name` "withdraw_suggestion",
@@ -26,23 +22,12 @@ export interface WithdrawSuggestionArguments {
 }
 
 /**
- * What the model should see as withdraw_suggestion's result. Withdrawn: `content` is
- * `Withdrew "<title>". It stays dismissed unless the user restores it.`. Refused:
- * `content` is the refusal's exact text and `isError` is true.
+ * What the model should see as withdraw_suggestion's result, shaped as suggest_task's
+ * (`SuggestTaskToolResult`): withdrawn, `content` is `Withdrew "<title>". It stays
+ * dismissed unless the user restores it.` with the suggestion, now dismissed by the
+ * agent; refused, `content` is the refusal's exact text and `isError` is true.
  */
-export type WithdrawSuggestionToolResult =
-  | {
-      readonly isError: false;
-      readonly content: string;
-      /** The suggestion, now dismissed by the agent. */
-      readonly suggestion: Suggestion;
-    }
-  | {
-      readonly isError: true;
-      readonly content: string;
-      /** Why the call was refused. */
-      readonly refusal: SuggestTaskRefusal;
-    };
+export type WithdrawSuggestionToolResult = SuggestTaskToolResult;
 
 /** Reads withdraw_suggestion's arguments (`readToolArguments`). */
 export function readWithdrawSuggestionArguments(args: unknown): WithdrawSuggestionArguments {

@@ -1,8 +1,8 @@
-import http2 from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { beforeAll, describe, expect, test } from "vitest";
 import { AgentRole, RefusalReason } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { putSession, uniqueId } from "../support/harness.js";
+import { rawGrpc } from "../support/raw-grpc.js";
 import { useOwnRedis, useTestServer } from "../support/server-fixture.js";
 import { expectRefusal, offer, refusalOf } from "../support/suggest.js";
 
@@ -104,42 +104,6 @@ describe("malformed requests answer INVALID_ARGUMENT and record nothing", () => 
   });
 });
 
-/** Sends one raw gRPC frame over HTTP/2 and answers the status and message. */
-async function rawGrpc(path: string, message: Buffer): Promise<{ status: string; text: string }> {
-  const frame = Buffer.alloc(5 + message.length);
-  frame.writeUInt32BE(message.length, 1);
-  message.copy(frame, 5);
-  const session = http2.connect(t.server.url);
-  try {
-    return await new Promise((resolve, reject) => {
-      const stream = session.request({
-        ":method": "POST",
-        ":path": path,
-        "content-type": "application/grpc",
-        te: "trailers",
-      });
-      let headers: http2.IncomingHttpHeaders = {};
-      stream.on("response", (h) => {
-        headers = h;
-      });
-      stream.on("trailers", (t) => {
-        headers = { ...headers, ...t };
-      });
-      stream.on("data", () => {});
-      stream.on("end", () =>
-        resolve({
-          status: String(headers["grpc-status"]),
-          text: decodeURIComponent(String(headers["grpc-message"] ?? "")),
-        }),
-      );
-      stream.on("error", reject);
-      stream.end(frame);
-    });
-  } finally {
-    session.close();
-  }
-}
-
 describe("text that is not valid UTF-8", () => {
   test("over gRPC: INVALID_ARGUMENT, nothing recorded", async () => {
     const before = await t.redis.dbsize();
@@ -157,10 +121,14 @@ describe("text that is not valid UTF-8", () => {
       text(0x1a, Buffer.from("c")),
     ]);
     const request = Buffer.concat([text(0x0a, context), text(0x12, args)]);
-    const answer = await rawGrpc("/oda.suggest.v1.SuggestionService/SuggestTask", request);
-    expect(answer).toEqual({
-      status: String(Code.InvalidArgument),
-      text: "args.title is not valid UTF-8",
+    const answer = await rawGrpc(
+      t.server.url,
+      "/oda.suggest.v1.SuggestionService/SuggestTask",
+      request,
+    );
+    expect({ code: answer.code, message: answer.message }).toEqual({
+      code: Code.InvalidArgument,
+      message: "args.title is not valid UTF-8",
     });
     expect(await t.redis.dbsize()).toBe(before);
   });
