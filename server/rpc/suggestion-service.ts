@@ -1,7 +1,6 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { ChatHost } from "../host/chat-host.js";
-import type { EmbeddedChatHost } from "../host/embedded-host.js";
 import type { StartLocks } from "../store/start-locks.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import type { WatchHub } from "../store/watch-hub.js";
@@ -24,8 +23,6 @@ export interface SuggestionServiceDeps {
   readonly startLocks: StartLocks;
   /** The instance's WatchSuggestions fan-out; server.ts makes it. */
   readonly watchHub: WatchHub;
-  /** The embedded host, when it is the chat host (on the store's Redis). */
-  readonly embeddedHost?: EmbeddedChatHost | undefined;
 }
 
 /**

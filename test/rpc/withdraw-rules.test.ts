@@ -1,64 +1,52 @@
-import { beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { Settler, SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import type { RedisClient } from "../../server/redis/redis-client.js";
-import type { Clients } from "../support/harness.js";
 import { expectNotOpen, expectOpenLimit, failureOf, logRecords, watch } from "../support/lists.js";
-import { useTestServer } from "../support/server-fixture.js";
-import { offerOne, refusalOf, sessionWithOffers } from "../support/suggest.js";
-import { withdraw } from "../support/withdraw.js";
+import { offerOne, refusalOf } from "../support/suggest.js";
+import { useWithdrawChats, withdraw } from "../support/withdraw.js";
 
-let clients: Clients;
-let redis: RedisClient;
-const fixture = useTestServer();
-beforeAll(() => {
-  const e = fixture;
-  ({ clients, redis } = e);
-});
-
-/** A session on the host with offers of the given titles, in order; answers their ids. */
-const session = (...titles: string[]) => sessionWithOffers(clients, ...titles);
-
-const get = async (sessionId: string, suggestionId: string) =>
-  (await clients.suggestions.getSuggestion({ sessionId, suggestionId })).suggestion;
+const { t, session, get } = useWithdrawChats();
 
 describe("retry and the person's rules", () => {
   test("a retried call answers the first result and records nothing, also after a restore", async () => {
     const { sessionId, ids } = await session("Write the docs");
     const call = { sessionId, title: "Write the docs", toolCallId: "call-retry" };
-    const first = await withdraw(clients, call);
-    const again = await withdraw(clients, call);
+    const first = await withdraw(t.clients, call);
+    const again = await withdraw(t.clients, call);
     expect(again).toEqual(first);
-    expect(await logRecords(redis, sessionId)).toHaveLength(2);
+    expect(await logRecords(t.redis, sessionId)).toHaveLength(2);
 
-    await clients.suggestions.restoreSuggestion({ sessionId, suggestionId: ids[0] as string });
-    expect(await withdraw(clients, call)).toEqual(first);
-    expect(await logRecords(redis, sessionId)).toHaveLength(3);
+    await t.clients.suggestions.restoreSuggestion({ sessionId, suggestionId: ids[0] as string });
+    expect(await withdraw(t.clients, call)).toEqual(first);
+    expect(await logRecords(t.redis, sessionId)).toHaveLength(3);
     expect((await get(sessionId, ids[0] as string))?.state).toBe(SuggestionState.OPEN);
     // A new call id withdraws the restored offer again.
-    const fresh = await withdraw(clients, { ...call, toolCallId: "call-retry-2" });
+    const fresh = await withdraw(t.clients, { ...call, toolCallId: "call-retry-2" });
     expect(fresh.suggestion?.settledAt).not.toEqual(undefined);
-    expect(await logRecords(redis, sessionId)).toHaveLength(4);
+    expect(await logRecords(t.redis, sessionId)).toHaveLength(4);
   });
 
   test("it frees an open slot, counts toward the ten, the person restores it under the ceiling, Start fails not-open", async () => {
     const { sessionId, ids } = await session("One", "Two", "Three");
     const [one] = ids as [string];
-    const stale = await withdraw(clients, { sessionId, title: "One" });
+    const stale = await withdraw(t.clients, { sessionId, title: "One" });
     const start = await failureOf(
-      clients.suggestions.startSuggestion({ sessionId, suggestionId: one }),
+      t.clients.suggestions.startSuggestion({ sessionId, suggestionId: one }),
     );
     expectNotOpen(start, one, SuggestionState.DISMISSED);
 
     // The freed slot takes a new offer: 3 open again.
-    const four = await offerOne(clients, sessionId, "Four");
-    expect((await clients.suggestions.listSuggestions({ sessionId })).open).toHaveLength(3);
+    const four = await offerOne(t.clients, sessionId, "Four");
+    expect((await t.clients.suggestions.listSuggestions({ sessionId })).open).toHaveLength(3);
     // The ceiling holds: no restore while 3 are open.
     expectOpenLimit(
-      await failureOf(clients.suggestions.restoreSuggestion({ sessionId, suggestionId: one })),
+      await failureOf(t.clients.suggestions.restoreSuggestion({ sessionId, suggestionId: one })),
     );
     // Once one is settled, the person restores the withdrawn offer.
-    await clients.suggestions.dismissSuggestion({ sessionId, suggestionId: four.id });
-    const restored = await clients.suggestions.restoreSuggestion({ sessionId, suggestionId: one });
+    await t.clients.suggestions.dismissSuggestion({ sessionId, suggestionId: four.id });
+    const restored = await t.clients.suggestions.restoreSuggestion({
+      sessionId,
+      suggestionId: one,
+    });
     expect(restored.suggestion).toMatchObject({
       id: one,
       state: SuggestionState.OPEN,
@@ -72,11 +60,11 @@ describe("retry and the person's rules", () => {
     // Withdrawn offers still count toward the ten.
     const { sessionId: busy } = await session();
     for (let i = 0; i < 10; i++) {
-      await offerOne(clients, busy, `T${i}`);
-      await withdraw(clients, { sessionId: busy, title: `T${i}` });
+      await offerOne(t.clients, busy, `T${i}`);
+      await withdraw(t.clients, { sessionId: busy, title: `T${i}` });
     }
-    expect((await clients.suggestions.listSuggestions({ sessionId: busy })).open).toEqual([]);
-    const more = await refusalOf(offerOne(clients, busy, "Eleven"));
+    expect((await t.clients.suggestions.listSuggestions({ sessionId: busy })).open).toEqual([]);
+    const more = await refusalOf(offerOne(t.clients, busy, "Eleven"));
     expect(more.message).toBe(
       "suggest_task: this chat already offered 10 suggestions; offer no more",
     );
@@ -87,10 +75,10 @@ describe("retry and the person's rules", () => {
       const { sessionId, ids } = await session("Race");
       const id = ids[0] as string;
       const [w, d] = await Promise.allSettled([
-        withdraw(clients, { sessionId, title: "Race" }),
-        clients.suggestions.draftSuggestion({ sessionId, suggestionId: id }),
+        withdraw(t.clients, { sessionId, title: "Race" }),
+        t.clients.suggestions.draftSuggestion({ sessionId, suggestionId: id }),
       ]);
-      const settled = (await logRecords(redis, sessionId)).filter((r) => r.type === "settled");
+      const settled = (await logRecords(t.redis, sessionId)).filter((r) => r.type === "settled");
       expect(settled).toHaveLength(1);
       expect(w.status === "fulfilled").toBe(settled[0]?.by === "agent");
       expect(d.status === "fulfilled").toBe(settled[0]?.by === "person");
@@ -99,9 +87,9 @@ describe("retry and the person's rules", () => {
 
   test("Watch shows who settled it", async () => {
     const { sessionId } = await session("Watched");
-    const capture = watch(clients, sessionId);
+    const capture = watch(t.clients, sessionId);
     await capture.waitFor((m) => m.open.length === 1);
-    await withdraw(clients, { sessionId, title: "Watched" });
+    await withdraw(t.clients, { sessionId, title: "Watched" });
     const m = await capture.waitFor((m) => m.settled.length === 1);
     expect(m.settled[0]).toMatchObject({
       state: SuggestionState.DISMISSED,

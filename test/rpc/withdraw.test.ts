@@ -1,37 +1,28 @@
 import { Code } from "@connectrpc/connect";
-import { beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import {
   AgentRole,
   RefusalReason,
   Settler,
   SuggestionState,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import type { RedisClient } from "../../server/redis/redis-client.js";
-import { type Clients, uniqueId } from "../support/harness.js";
+import { uniqueId } from "../support/harness.js";
 import { failureOf, logRecords } from "../support/lists.js";
-import { useTestServer } from "../support/server-fixture.js";
-import { expectRefusal, refusalOf, sessionWithOffers } from "../support/suggest.js";
-import { expectNoOpenOffer, WITHDRAW_TEXT, withdraw } from "../support/withdraw.js";
+import { expectRefusal, refusalOf } from "../support/suggest.js";
+import {
+  expectNoOpenOffer,
+  useWithdrawChats,
+  WITHDRAW_TEXT,
+  withdraw,
+} from "../support/withdraw.js";
 
-let clients: Clients;
-let redis: RedisClient;
-const fixture = useTestServer();
-beforeAll(() => {
-  const e = fixture;
-  ({ clients, redis } = e);
-});
-
-/** A session on the host with offers of the given titles, in order; answers their ids. */
-const session = (...titles: string[]) => sessionWithOffers(clients, ...titles);
-
-const get = async (sessionId: string, suggestionId: string) =>
-  (await clients.suggestions.getSuggestion({ sessionId, suggestionId })).suggestion;
+const { t, session, get } = useWithdrawChats();
 
 describe("withdraw", () => {
   test("an open offer is dismissed by the agent, with the reason and the call on the record", async () => {
     const { sessionId, ids } = await session("Write the docs", "Fix the flaky test");
     const [docs, flaky] = ids as [string, string];
-    const res = await withdraw(clients, {
+    const res = await withdraw(t.clients, {
       sessionId,
       title: "  Write the docs \n",
       reason: " Done here already. ",
@@ -51,7 +42,7 @@ describe("withdraw", () => {
     });
     expect(res.suggestion?.settledAt).toBeDefined();
 
-    const log = await logRecords(redis, sessionId);
+    const log = await logRecords(t.redis, sessionId);
     expect(log).toHaveLength(3);
     expect(log[2]).toEqual({
       type: "settled",
@@ -63,7 +54,7 @@ describe("withdraw", () => {
       time: expect.any(String),
     });
     // List and Get show it as the answer did; the other offer stays open, unsettled.
-    const lists = await clients.suggestions.listSuggestions({ sessionId });
+    const lists = await t.clients.suggestions.listSuggestions({ sessionId });
     expect(lists.settled).toEqual([res.suggestion]);
     expect(lists.open.map((s) => [s.id, s.settledBy])).toEqual([[flaky, Settler.UNSPECIFIED]]);
     expect(await get(sessionId, docs)).toEqual(res.suggestion);
@@ -72,12 +63,12 @@ describe("withdraw", () => {
   test("the newest open offer of that exact title is the one withdrawn", async () => {
     const { sessionId, ids } = await session("Same title", "Same title", "same title");
     const [older, newer, lower] = ids as [string, string, string];
-    const first = await withdraw(clients, { sessionId, title: "Same title" });
+    const first = await withdraw(t.clients, { sessionId, title: "Same title" });
     expect(first.suggestion?.id).toBe(newer);
-    const second = await withdraw(clients, { sessionId, title: "Same title" });
+    const second = await withdraw(t.clients, { sessionId, title: "Same title" });
     expect(second.suggestion?.id).toBe(older);
     expectNoOpenOffer(
-      await refusalOf(withdraw(clients, { sessionId, title: "Same title" })),
+      await refusalOf(withdraw(t.clients, { sessionId, title: "Same title" })),
       "Same title",
     );
     expect((await get(sessionId, lower))?.state).toBe(SuggestionState.OPEN);
@@ -86,40 +77,40 @@ describe("withdraw", () => {
   test("a started, drafted or already dismissed offer has no open offer of its title", async () => {
     const { sessionId, ids } = await session("Started one", "Drafted one", "Dismissed one");
     const [started, drafted, dismissed] = ids as [string, string, string];
-    await clients.suggestions.startSuggestion({ sessionId, suggestionId: started });
-    await clients.suggestions.draftSuggestion({ sessionId, suggestionId: drafted });
-    await clients.suggestions.dismissSuggestion({ sessionId, suggestionId: dismissed });
-    const before = await logRecords(redis, sessionId);
+    await t.clients.suggestions.startSuggestion({ sessionId, suggestionId: started });
+    await t.clients.suggestions.draftSuggestion({ sessionId, suggestionId: drafted });
+    await t.clients.suggestions.dismissSuggestion({ sessionId, suggestionId: dismissed });
+    const before = await logRecords(t.redis, sessionId);
     for (const title of ["Started one", "Drafted one", "Dismissed one"]) {
-      expectNoOpenOffer(await refusalOf(withdraw(clients, { sessionId, title })), title);
+      expectNoOpenOffer(await refusalOf(withdraw(t.clients, { sessionId, title })), title);
     }
     // Withdrawn already: the same refusal.
     const { sessionId: other } = await session("Twice");
-    await withdraw(clients, { sessionId: other, title: "Twice" });
+    await withdraw(t.clients, { sessionId: other, title: "Twice" });
     expectNoOpenOffer(
-      await refusalOf(withdraw(clients, { sessionId: other, title: "Twice" })),
+      await refusalOf(withdraw(t.clients, { sessionId: other, title: "Twice" })),
       "Twice",
     );
-    expect(await logRecords(redis, sessionId)).toEqual(before);
-    expect(await logRecords(redis, other)).toHaveLength(2);
+    expect(await logRecords(t.redis, sessionId)).toEqual(before);
+    expect(await logRecords(t.redis, other)).toHaveLength(2);
   });
 
   test("a title no open offer has", async () => {
     const { sessionId } = await session("Write the docs");
-    const r = await refusalOf(withdraw(clients, { sessionId, title: "Write the doc" }));
+    const r = await refusalOf(withdraw(t.clients, { sessionId, title: "Write the doc" }));
     expectNoOpenOffer(r, "Write the doc");
     expect(r.message).toBe('withdraw_suggestion: no open suggestion is titled "Write the doc"');
     // A chat that never offered anything refuses the same way.
     const { sessionId: empty } = await session();
-    expectNoOpenOffer(await refusalOf(withdraw(clients, { sessionId: empty, title: "X" })), "X");
-    expect(await logRecords(redis, sessionId)).toHaveLength(1);
+    expectNoOpenOffer(await refusalOf(withdraw(t.clients, { sessionId: empty, title: "X" })), "X");
+    expect(await logRecords(t.redis, sessionId)).toHaveLength(1);
   });
 
   test("any role but the top-level agent is refused, before anything else", async () => {
     const { sessionId } = await session("Write the docs");
     for (const role of [AgentRole.HELPER, AgentRole.FORKED_HELPER, AgentRole.UNSPECIFIED, 99]) {
       const r = await refusalOf(
-        withdraw(clients, { sessionId: "", turnId: "", title: "", role: role as AgentRole }),
+        withdraw(t.clients, { sessionId: "", turnId: "", title: "", role: role as AgentRole }),
       );
       expectRefusal(r, {
         message: "withdraw_suggestion is only for the top-level agent.",
@@ -128,16 +119,16 @@ describe("withdraw", () => {
         domain: "withdraw_suggestion",
       });
       const again = await refusalOf(
-        withdraw(clients, { sessionId, title: "Write the docs", role: role as AgentRole }),
+        withdraw(t.clients, { sessionId, title: "Write the docs", role: role as AgentRole }),
       );
       expect(again.message).toBe(WITHDRAW_TEXT.helper);
     }
-    expect(await logRecords(redis, sessionId)).toHaveLength(1);
+    expect(await logRecords(t.redis, sessionId)).toHaveLength(1);
   });
 
   test("no owning session: empty, or one the host does not know", async () => {
     for (const sessionId of ["", uniqueId("unknown")]) {
-      const r = await refusalOf(withdraw(clients, { sessionId, turnId: "", title: "" }));
+      const r = await refusalOf(withdraw(t.clients, { sessionId, turnId: "", title: "" }));
       expectRefusal(r, {
         message: "withdraw_suggestion requires an owning agent session",
         code: Code.FailedPrecondition,
@@ -149,7 +140,7 @@ describe("withdraw", () => {
 
   test("without an open turn, then the fields in order (trimmed, in code points)", async () => {
     const { sessionId } = await session("Write the docs");
-    const noTurn = await refusalOf(withdraw(clients, { sessionId, turnId: "", title: "" }));
+    const noTurn = await refusalOf(withdraw(t.clients, { sessionId, turnId: "", title: "" }));
     expectRefusal(noTurn, {
       message: "withdraw_suggestion: requires an open model turn",
       code: Code.FailedPrecondition,
@@ -157,7 +148,7 @@ describe("withdraw", () => {
       domain: "withdraw_suggestion",
     });
     const field = (title: string, reason: string) =>
-      refusalOf(withdraw(clients, { sessionId, title, reason }));
+      refusalOf(withdraw(t.clients, { sessionId, title, reason }));
     expectRefusal(await field(" \t", ""), {
       message: "withdraw_suggestion: title must not be empty",
       code: Code.InvalidArgument,
@@ -194,18 +185,18 @@ describe("withdraw", () => {
     });
     // 60 emoji fit the title's limit: the field check passes and the lookup refuses.
     expectNoOpenOffer(await field("🚀".repeat(60), "r"), "🚀".repeat(60));
-    expect(await logRecords(redis, sessionId)).toHaveLength(1);
+    expect(await logRecords(t.redis, sessionId)).toHaveLength(1);
   });
 
   test("a malformed request is INVALID_ARGUMENT, never a refusal", async () => {
     const noContext = await failureOf(
-      clients.suggestions.withdrawSuggestion({ args: { title: "a", reason: "b" } }),
+      t.clients.suggestions.withdrawSuggestion({ args: { title: "a", reason: "b" } }),
     );
     expect([Code[noContext.code], noContext.message]).toEqual([
       "InvalidArgument",
       "context is required",
     ]);
-    const bad = await failureOf(withdraw(clients, { sessionId: "{bad}*", title: "a" }));
+    const bad = await failureOf(withdraw(t.clients, { sessionId: "{bad}*", title: "a" }));
     expect(Code[bad.code]).toBe("InvalidArgument");
   });
 });

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { beforeAll, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import {
   SettlementOutcome,
   Settler,
@@ -10,8 +10,8 @@ import { settlementNotes } from "../../sdk/src/settlement-notes.js";
 import { foldLog, parseEntries } from "../../server/domain/fold.js";
 import { foldSettlements } from "../../server/domain/settlements.js";
 import { sessionKeys } from "../../server/store/keys.js";
-import { type Clients, putSession, uniqueId } from "../support/harness.js";
-import { type TestServerHandle, useTestServer } from "../support/server-fixture.js";
+import { putSession, uniqueId } from "../support/harness.js";
+import { useTestServer } from "../support/server-fixture.js";
 import { NOTE } from "../support/settlements.js";
 
 /*
@@ -25,19 +25,12 @@ const fixture = JSON.parse(
 ) as { entries: [string, string[]][] };
 const id = (n: number) => `6f1c2e0a-0b5d-4d7e-9a51-1f3c1a2b3c0${n}`;
 
-let clients: Clients;
-let env: TestServerHandle;
-const service = useTestServer();
-beforeAll(() => {
-  const e = service;
-  env = e;
-  clients = e.clients;
-});
+const env = useTestServer();
 
 /** The fixture written onto a new session's stream with its own entry ids. */
 async function loaded(): Promise<string> {
   const sessionId = uniqueId("legacy");
-  await putSession(clients, { sessionId });
+  await putSession(env.clients, { sessionId });
   for (const [entryId, flat] of fixture.entries) {
     await env.redis.xadd(sessionKeys(sessionId).log, entryId, ...flat);
   }
@@ -46,7 +39,7 @@ async function loaded(): Promise<string> {
 
 test("the fold reads the old log's lists unchanged, every settlement the person's", async () => {
   const sessionId = await loaded();
-  const lists = await clients.suggestions.listSuggestions({ sessionId });
+  const lists = await env.clients.suggestions.listSuggestions({ sessionId });
   expect(lists.open.map((s) => [s.id, s.state, s.settledBy])).toEqual([
     [id(4), SuggestionState.OPEN, Settler.UNSPECIFIED],
   ]);
@@ -58,7 +51,7 @@ test("the fold reads the old log's lists unchanged, every settlement the person'
   expect(lists.settled.map((s) => s.settledAt && timestampMs(s.settledAt))).toEqual([
     1764579780000, 1764580080000, 1764580140000,
   ]);
-  const { suggestion } = await clients.suggestions.getSuggestion({
+  const { suggestion } = await env.clients.suggestions.getSuggestion({
     sessionId,
     suggestionId: id(1),
   });
@@ -73,7 +66,7 @@ test("the fold reads the old log's lists unchanged, every settlement the person'
 
 test("the old log's report-back: the accepted settlements in log order, the person's", async () => {
   const sessionId = await loaded();
-  const res = await clients.suggestions.listSettlements({ sessionId, after: "" });
+  const res = await env.clients.suggestions.listSettlements({ sessionId, after: "" });
   expect(res.settlements.map((s) => [s.cursor, s.outcome, s.settledBy])).toEqual([
     ["1764579780000-0", SettlementOutcome.STARTED, Settler.PERSON],
     ["1764579840000-0", SettlementOutcome.DISMISSED, Settler.PERSON],
@@ -90,7 +83,10 @@ test("the old log's report-back: the accepted settlements in log order, the pers
     NOTE.dismissed("Bump the Node version"),
   ]);
   expect(res.settlements).toEqual(foldSettlements(sessionId, parseEntries(fixture.entries)));
-  const later = await clients.suggestions.listSettlements({ sessionId, after: "1764579900000-0" });
+  const later = await env.clients.suggestions.listSettlements({
+    sessionId,
+    after: "1764579900000-0",
+  });
   expect(later.settlements.map((s) => s.cursor)).toEqual([
     "1764580020000-0",
     "1764580080000-0",

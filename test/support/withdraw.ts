@@ -2,7 +2,8 @@ import { Code } from "@connectrpc/connect";
 import { AgentRole, RefusalReason } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { WithdrawSuggestionResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { Clients } from "./harness.js";
-import { expectRefusal, type WireRefusal } from "./suggest.js";
+import { useTestServer } from "./server-fixture.js";
+import { expectRefusal, sessionWithOffers, type WireRefusal } from "./suggest.js";
 
 /** design.md's texts of withdraw_suggestion, copied exactly. */
 export const WITHDRAW_TEXT = {
@@ -54,4 +55,17 @@ export function expectNoOpenOffer(actual: WireRefusal, title: string): void {
     reason: RefusalReason.NO_OPEN_OFFER,
     domain: "withdraw_suggestion",
   });
+}
+
+/**
+ * A test file's server for the withdraw suites, with the two helpers both use: a
+ * session on the host with offers of the given titles (in order; answers their ids),
+ * and one suggestion as GetSuggestion answers it.
+ */
+export function useWithdrawChats() {
+  const t = useTestServer();
+  const session = (...titles: string[]) => sessionWithOffers(t.clients, ...titles);
+  const get = async (sessionId: string, suggestionId: string) =>
+    (await t.clients.suggestions.getSuggestion({ sessionId, suggestionId })).suggestion;
+  return { t, session, get };
 }
