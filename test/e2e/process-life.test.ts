@@ -182,10 +182,12 @@ test("call logs reach a terminal at once", async () => {
   const data = tempDir("tty");
   cleanups.push(data.remove);
   const port = await freePort();
-  // script(1) runs the service on a pseudo-terminal and copies what it writes.
+  // script(1) runs the service on a pseudo-terminal and copies what it writes. Its shell
+  // is $SHELL or sh; `exec` makes node the shell's successor whichever it is (dash keeps
+  // itself as the parent otherwise, and the SIGTERM below would stop only dash).
   const child = spawn(
     "script",
-    ["-qfec", `${process.execPath} --import tsx server/main.ts`, "/dev/null"],
+    ["-qfec", `exec ${process.execPath} --import tsx server/main.ts`, "/dev/null"],
     {
       env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), DATA_DIR: data.dir },
       stdio: ["pipe", "pipe", "pipe"],
