@@ -71,8 +71,11 @@ test("2,000 idle sockets under ulimit -n 1024: a connected client keeps succeedi
   expect(refused).toMatch(/^HTTP\/1\.1 503 Service Unavailable\r\n/);
   expect(refused).toContain("suggest-task: too many connections");
 
-  // After the first-bytes timeout the idle ones are gone, and newcomers are served.
-  const by = Date.now() + 8_000;
+  // After the first-bytes timeout the idle ones are gone, and newcomers are served. Some
+  // connect late (the kernel dropped their SYN while the backlog was full, and they retry
+  // after 1, 3, 7 s...) or wait in the backlog until the server has a descriptor free, so
+  // each gets its 4 s from its own accept: the wait is generous, never needed in full.
+  const by = Date.now() + 30_000;
   while (sockets.some((s) => !s.destroyed) && Date.now() < by) {
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -81,4 +84,4 @@ test("2,000 idle sockets under ulimit -n 1024: a connected client keeps succeedi
   const fresh = grpcClients(service.url);
   expect((await fresh.suggestions.listSuggestions({ sessionId })).open).toHaveLength(1);
   expect(service.child.exitCode).toBe(null);
-}, 30_000);
+}, 60_000);
