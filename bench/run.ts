@@ -4,7 +4,8 @@
  * the same h2load settings, first and last (machines here are shared and noisy; absolute times vary
  * from run to run). Writes bench/results/latest.md and latest.json and prints the
  * Markdown. `BENCH_ONLY=<regex>` measures only the scenarios whose names match (the
- * noop, the unit of every ratio, always runs).
+ * noop, the unit of every ratio, always runs); `BENCH_PROFILE_DIR=<dir>` has the service
+ * write a CPU profile (`node --cpu-prof`) there.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
@@ -203,8 +204,10 @@ async function measureService(
   started: { stop: () => Promise<void> }[],
 ): Promise<Row[]> {
   const port = await freePort();
+  // BENCH_PROFILE_DIR: the service writes a CPU profile there (node --cpu-prof) at exit.
+  const profile = process.env.BENCH_PROFILE_DIR;
   const server = await startNode(
-    ["server/main.ts"],
+    [...(profile ? ["--cpu-prof", `--cpu-prof-dir=${profile}`] : []), "server/main.ts"],
     {
       PORT: String(port),
       REDIS_URL: redis.url,

@@ -6,12 +6,16 @@
  * connection (the time until all 50 have answered). It prints `single-start`,
  * `single-end`, `fifty-start`, `fifty-end` as each phase opens and closes (the runner
  * reads the server's CPU then) and one JSON line: medians, their ratio, and whether the
- * 50 calls of each batch all got the same chat.
+ * 50 calls of each batch all got the same chat. After each batch, 50 concurrent
+ * GetSuggestion calls of the same suggestion (unchanged since, so answered from the
+ * lists cache) time what 50 calls cost on this connection when they do no work: the
+ * floor under the 50 Starts, which a single flight cannot go below.
  *
  *   node --import tsx bench/start-concurrency.ts '<json: { address, pairs }>'
  */
 import { fromBinary } from "@bufbuild/protobuf";
 import {
+  GetSuggestionRequestSchema,
   StartSuggestionRequestSchema,
   StartSuggestionResponseSchema,
 } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
@@ -25,6 +29,8 @@ export interface StartConcurrencyResult {
   readonly batches: number;
   readonly singleMs: number;
   readonly fiftyConcurrentMs: number;
+  /** 50 concurrent GetSuggestion calls of the started suggestion: the calls' own cost. */
+  readonly fiftyGetsMs: number;
   readonly ratio: number;
   readonly oneChatEach: boolean;
   readonly errors: number;
@@ -32,6 +38,7 @@ export interface StartConcurrencyResult {
 }
 
 const PATH = "/oda.suggest.v1.SuggestionService/StartSuggestion";
+const GET = "/oda.suggest.v1.SuggestionService/GetSuggestion";
 
 async function main(): Promise<void> {
   const { address, pairs } = JSON.parse(process.argv[2] as string) as {
@@ -40,6 +47,9 @@ async function main(): Promise<void> {
   };
   const bodies = pairs.map(([sessionId, suggestionId]) =>
     requestFrame(StartSuggestionRequestSchema, { sessionId, suggestionId }),
+  );
+  const getBodies = pairs.map(([sessionId, suggestionId]) =>
+    requestFrame(GetSuggestionRequestSchema, { sessionId, suggestionId }),
   );
   const [session] = await connectAll(address, 1);
   if (session === undefined) throw new Error("no connection");
@@ -64,13 +74,15 @@ async function main(): Promise<void> {
   }
   console.log("single-end");
   const fifty: number[] = [];
+  const gets: number[] = [];
   let oneChatEach = true;
   console.log("fifty-start");
-  for (const body of bodies.slice(half)) {
+  for (const [i, body] of bodies.slice(half).entries()) {
     const began = performance.now();
     const chats = await Promise.all(Array.from({ length: 50 }, () => chatOf(body)));
     fifty.push(performance.now() - began);
     if (new Set(chats).size !== 1 || chats[0] === "") oneChatEach = false;
+    gets.push(await fiftyGets(session, getBodies[half + i] as Buffer));
   }
   console.log("fifty-end");
   session.close();
@@ -81,6 +93,7 @@ async function main(): Promise<void> {
     batches: fifty.length,
     singleMs,
     fiftyConcurrentMs,
+    fiftyGetsMs: median(gets),
     ratio: fiftyConcurrentMs / singleMs,
     oneChatEach,
     errors,
@@ -88,6 +101,14 @@ async function main(): Promise<void> {
   };
   console.log(JSON.stringify(result));
   process.exit(0);
+}
+
+/** The time 50 concurrent GetSuggestion calls of `body` take (one read first, to cache it). */
+async function fiftyGets(session: Parameters<typeof unaryCall>[0], body: Buffer): Promise<number> {
+  await unaryCall(session, GET, body);
+  const began = performance.now();
+  await Promise.all(Array.from({ length: 50 }, () => unaryCall(session, GET, body)));
+  return performance.now() - began;
 }
 
 void main();

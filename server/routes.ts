@@ -5,7 +5,6 @@ import { ServerReflection as ReflectionV1 } from "../gen/grpc/reflection/v1/refl
 import { ServerReflection as ReflectionV1alpha } from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { ChatHostService, LocalHostService } from "../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionService } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
-import type { EmbeddedChatHost } from "./host/embedded-host.js";
 import { type PipelineOptions, wrapService } from "./pipeline/call-pipeline.js";
 import { traceService } from "./pipeline/tracing.js";
 import { createHealthService } from "./rpc/health.js";
@@ -16,8 +15,6 @@ import type { ServedService } from "./transport/handler-types.js";
 
 /** What the routes are built from. */
 export interface RoutesDeps extends SuggestionServiceDeps {
-  /** The embedded host, served too when present (no `CHAT_HOST_URL`). */
-  readonly embeddedHost?: EmbeddedChatHost | undefined;
   /** The concerns every call runs through (auth, checks, logs, metrics, deadlines). */
   readonly pipeline: PipelineOptions;
 }
@@ -39,6 +36,7 @@ export function buildServices(deps: RoutesDeps): readonly ServedService[] {
     });
   };
   serve(SuggestionService, createSuggestionService(deps));
+  // The embedded host, served too when present (no `CHAT_HOST_URL`).
   if (deps.embeddedHost !== undefined) {
     serve(ChatHostService, createChatHostService(deps.embeddedHost));
     serve(LocalHostService, createLocalHostService(deps.embeddedHost));

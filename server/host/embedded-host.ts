@@ -69,7 +69,15 @@ export class EmbeddedChatHost implements ChatHost {
   /** A session, or undefined when unknown. */
   async findSession(sessionId: string): Promise<Session | undefined> {
     const bytes = await this.call(() => this.redis.getBuffer(hostKeys(sessionId).session));
-    return bytes === null ? undefined : fromBinary(SessionSchema, bytes);
+    return bytes === null ? undefined : this.sessionOf(bytes);
+  }
+
+  /**
+   * A session from its record (`hostKeys(id).session`), as a script that reads it with
+   * other keys of the session's slot answers it (store/start-steps.ts `beginStart`).
+   */
+  sessionOf(record: Uint8Array): Session {
+    return fromBinary(SessionSchema, record);
   }
 
   /**

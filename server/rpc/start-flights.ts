@@ -16,17 +16,23 @@ export class Flights<T> {
     return this.#flights.size;
   }
 
-  /** `fn`'s result, shared with every call of `key` that overlaps this one. */
-  join(key: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    let flight = this.#flights.get(key);
+  /**
+   * `fn`'s result, shared with every call of `key` that overlaps this one. `signal` (or
+   * the function that makes it) is read only by a call that joins a flight already in
+   * the air: the caller that starts one awaits its own work, which its call's deadline
+   * and the transport bound, so the usual lone Start makes no AbortSignal at all.
+   */
+  join(key: string, fn: () => Promise<T>, signal?: AbortSignal | (() => AbortSignal)): Promise<T> {
+    const flight = this.#flights.get(key);
     if (flight === undefined) {
       const started = fn().finally(() => {
         if (this.#flights.get(key) === started) this.#flights.delete(key);
       });
-      flight = started;
-      this.#flights.set(key, flight);
+      this.#flights.set(key, started);
+      return started;
     }
-    return signal === undefined ? flight : untilAborted(flight, signal);
+    if (signal === undefined) return flight;
+    return untilAborted(flight, typeof signal === "function" ? signal() : signal);
   }
 }
 

@@ -19,9 +19,10 @@ import {
   workspaceMissing,
 } from "../domain/started-chat.js";
 import type { ChatHost } from "../host/chat-host.js";
+import type { EmbeddedChatHost } from "../host/embedded-host.js";
 import type { HeldStartLock } from "../store/held-start-lock.js";
-import type { StartResult } from "../store/start-lock-protocol.js";
-import type { StartLocks } from "../store/start-locks.js";
+import { newLockToken, type StartLocks } from "../store/start-locks.js";
+import { beginStart, settleStart } from "../store/start-steps.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import { dependencyError, suggestionError } from "./errors.js";
 import { Flights } from "./start-flights.js";
@@ -32,6 +33,11 @@ export interface StartSuggestionDeps {
   readonly host: ChatHost;
   /** The instance's single-flight locks (one shared Redis subscriber). */
   readonly startLocks: StartLocks;
+  /**
+   * The embedded host, when it is the host: its session record lives in the offering
+   * session's slot, so the first step reads it in the same script as the suggestion.
+   */
+  readonly embeddedHost?: EmbeddedChatHost | undefined;
 }
 
 /**
@@ -50,7 +56,7 @@ export interface StartSuggestionDeps {
 export function startSuggestion(
   deps: StartSuggestionDeps,
   request: StartSuggestionRequest,
-  signal?: AbortSignal,
+  signal?: AbortSignal | (() => AbortSignal),
 ): Promise<StartSuggestionResponse> {
   const sessionId = requireId("session_id", request.sessionId);
   const suggestionId = requireId("suggestion_id", request.suggestionId);
@@ -67,18 +73,47 @@ export function startSuggestion(
 /** The flights of each instance, found by its start locks (one per instance). */
 const instanceFlights = new WeakMap<StartLocks, Flights<StartSuggestionResponse>>();
 
-/** One Start, as the design orders it (see `startSuggestion`). */
+/**
+ * One Start, as the design orders it (see `startSuggestion`). The first step is one
+ * script (store/start-steps.ts `beginStart`): the suggestion, its lock when it is open,
+ * and the embedded host's session record; a remote host is asked for the session first.
+ */
 async function startOnce(
   deps: StartSuggestionDeps,
   sessionId: string,
   suggestionId: string,
 ): Promise<StartSuggestionResponse> {
-  const session = await offeringSession(deps, sessionId, suggestionId);
   const locks = deps.startLocks;
   const until = Date.now() + locks.maxWaitMs;
+  const { embeddedHost } = deps;
+  const remote =
+    embeddedHost === undefined ? await offeringSession(deps, sessionId, suggestionId) : undefined;
+  const token = newLockToken();
+  const begun = await storeCall(() =>
+    beginStart(
+      deps.store,
+      sessionId,
+      suggestionId,
+      { token, ttlMs: locks.settings.ttlMs },
+      remote === undefined,
+    ),
+  );
+  let lock = begun.taken ? locks.held(sessionId, suggestionId, token) : undefined;
+  let session: Session;
+  let suggestion: Suggestion;
+  try {
+    const record = begun.sessionRecord;
+    const known = remote ?? (record ? embeddedHost?.sessionOf(record) : undefined);
+    // An unknown session: not-found first when the offer does not exist either.
+    if (known === undefined) found(begun.suggestion, suggestionId);
+    session = checkedSession(sessionId, known);
+    suggestion = found(begun.suggestion, suggestionId);
+  } catch (err) {
+    await lock?.release("released").catch(() => false);
+    throw err;
+  }
   let briefPosted = false;
   for (;;) {
-    const suggestion = await readSuggestion(deps.store, sessionId, suggestionId);
     if (suggestion.state === SuggestionState.STARTED) {
       // A repeated Start, or one that waited: the same chat, and the brief made sure of
       // (an idempotent post), unless the holder just said it posted it.
@@ -86,19 +121,19 @@ async function startOnce(
       return create(StartSuggestionResponseSchema, { chatId: suggestion.chatId, suggestion });
     }
     if (suggestion.state !== SuggestionState.OPEN) {
+      // The first step takes the lock only for an open offer: none is held here.
       throw suggestionError({
         code: SuggestionErrorCode.NotOpen,
         suggestionId,
         state: suggestion.state,
       });
     }
-    let turn: Awaited<ReturnType<StartLocks["take"]>>;
-    try {
-      turn = await locks.take(sessionId, suggestionId, { until });
-    } catch (err) {
-      throw dependencyError(err, "the suggestion store");
+    if (lock !== undefined) return startHeld(deps, session, suggestion, lock);
+    const turn = await storeCall(() => locks.take(sessionId, suggestionId, { until }));
+    if (turn.kind === "held") {
+      lock = turn.lock;
+      continue;
     }
-    if (turn.kind === "held") return startHeld(deps, session, suggestion, turn.lock);
     if (turn.kind === "lapsed" && Date.now() >= until) {
       throw new ConnectError(
         `another Start of suggestion "${suggestionId}" is still running`,
@@ -106,6 +141,7 @@ async function startOnce(
       );
     }
     briefPosted = turn.kind === "delivered";
+    suggestion = await readSuggestion(deps.store, sessionId, suggestionId);
   }
 }
 
@@ -126,7 +162,6 @@ async function startHeld(
   lock: HeldStartLock,
 ): Promise<StartSuggestionResponse> {
   const { sessionId, id: suggestionId } = suggestion;
-  let result: StartResult = "released";
   try {
     const { chatId } = await hostCall(() =>
       deps.host.createChat({
@@ -140,12 +175,11 @@ async function startHeld(
     if (!isValidId(chatId)) {
       throw new ConnectError("the chat host answered an unusable chat id", Code.Internal);
     }
-    let settled: Awaited<ReturnType<SuggestionStore["settleAndRead"]>>;
-    try {
-      settled = await deps.store.settleAndRead(sessionId, suggestionId, "started", chatId);
-    } catch (err) {
-      throw dependencyError(err, "the suggestion store");
-    }
+    // The `started` step ends the lock in the same script (lua/settleStart-5.lua).
+    const settled: Awaited<ReturnType<typeof settleStart>> = await storeCall(() =>
+      settleStart(deps.store, sessionId, suggestionId, chatId, lock.token),
+    );
+    lock.ended();
     const { kind, state } = settled.outcome;
     switch (kind) {
       case "recorded":
@@ -157,7 +191,6 @@ async function startHeld(
           throw suggestionError({ code: SuggestionErrorCode.NotFound, suggestionId });
         }
         await postBrief(deps.host, started, started.chatId);
-        result = "delivered";
         return create(StartSuggestionResponseSchema, {
           chatId: started.chatId,
           suggestion: started,
@@ -167,20 +200,21 @@ async function startHeld(
         throw suggestionError({ code: SuggestionErrorCode.NotOpen, suggestionId, state });
       case "not-found":
         throw suggestionError({ code: SuggestionErrorCode.NotFound, suggestionId });
-      case "open-limit":
-        throw new Error("settle answered open-limit for a start");
+      default:
+        // open-limit: a start never asks the open limit.
+        throw new Error(`settle answered ${kind} for a start`);
     }
   } finally {
-    // A lock that cannot be released (Redis gone) lapses after its lifetime.
-    await lock.release(result).catch(() => false);
+    // A call failed before the `started` step: released here. A lock that cannot be
+    // released (Redis gone) lapses after its lifetime.
+    if (!lock.done) await lock.release("released").catch(() => false);
   }
 }
 
 /**
- * The offering chat as the host knows it, with a workspace and not in a scheduled
- * task's folder. A session the host does not know cannot start anything: an offer it
- * never made is not-found, and one it made (the host has since forgotten the chat)
- * belongs to no workspace now.
+ * The offering chat as a remote host knows it (`checkedSession`). A session the host
+ * does not know cannot start anything: an offer it never made is not-found, and one it
+ * made (the host has since forgotten the chat) belongs to no workspace now.
  */
 async function offeringSession(
   deps: StartSuggestionDeps,
@@ -195,19 +229,42 @@ async function offeringSession(
       throw dependencyError(err, "the chat host");
     }
   }
-  if (session === undefined) {
-    await readSuggestion(deps.store, sessionId, suggestionId);
+  if (session === undefined) await readSuggestion(deps.store, sessionId, suggestionId);
+  return checkedSession(sessionId, session);
+}
+
+/**
+ * The offering chat, with a workspace and not in a scheduled task's folder; a session
+ * the host does not know (once its offer is known to exist) belongs to no workspace.
+ */
+function checkedSession(sessionId: string, session: Session | undefined): Session {
+  const reason =
+    session === undefined ? WorkspaceMissingReason.NO_WORKSPACE : workspaceMissing(session);
+  if (session === undefined || reason !== undefined) {
     throw suggestionError({
       code: SuggestionErrorCode.WorkspaceMissing,
       sessionId,
-      reason: WorkspaceMissingReason.NO_WORKSPACE,
+      reason: reason ?? WorkspaceMissingReason.NO_WORKSPACE,
     });
   }
-  const reason = workspaceMissing(session);
-  if (reason !== undefined) {
-    throw suggestionError({ code: SuggestionErrorCode.WorkspaceMissing, sessionId, reason });
-  }
   return session;
+}
+
+/** The suggestion; not-found when the log has no such offer. */
+function found(suggestion: Suggestion | undefined, suggestionId: string): Suggestion {
+  if (suggestion === undefined) {
+    throw suggestionError({ code: SuggestionErrorCode.NotFound, suggestionId });
+  }
+  return suggestion;
+}
+
+/** A call to the suggestion store; Redis failing is UNAVAILABLE. */
+async function storeCall<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw dependencyError(err, "the suggestion store");
+  }
 }
 
 /** One suggestion as the log's fold gives it; not-found when the log has no such offer. */
@@ -216,16 +273,7 @@ async function readSuggestion(
   sessionId: string,
   suggestionId: string,
 ): Promise<Suggestion> {
-  let suggestion: Suggestion | undefined;
-  try {
-    suggestion = await store.suggestion(sessionId, suggestionId);
-  } catch (err) {
-    throw dependencyError(err, "the suggestion store");
-  }
-  if (suggestion === undefined) {
-    throw suggestionError({ code: SuggestionErrorCode.NotFound, suggestionId });
-  }
-  return suggestion;
+  return found(await storeCall(() => store.suggestion(sessionId, suggestionId)), suggestionId);
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { ChatHost } from "../host/chat-host.js";
+import type { EmbeddedChatHost } from "../host/embedded-host.js";
 import type { StartLocks } from "../store/start-locks.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import type { WatchHub } from "../store/watch-hub.js";
@@ -21,6 +22,8 @@ export interface SuggestionServiceDeps {
   readonly newId?: () => string;
   /** The instance's StartSuggestion locks; server.ts makes it. */
   readonly startLocks: StartLocks;
+  /** The embedded host, when it is the host (no `CHAT_HOST_URL`); StartSuggestion reads its sessions' records. */
+  readonly embeddedHost?: EmbeddedChatHost | undefined;
   /** The instance's WatchSuggestions fan-out; server.ts makes it. */
   readonly watchHub: WatchHub;
 }
@@ -36,7 +39,8 @@ export function createSuggestionService(
     suggestTask: (request) => suggestTask(deps, request),
     listSuggestions: (request) => listSuggestions(deps, request),
     getSuggestion: (request) => getSuggestion(deps, request),
-    startSuggestion: (request, context) => startSuggestion(deps, request, context.signal),
+    // The signal is made only for a Start that waits on another's flight (start-flights.ts).
+    startSuggestion: (request, context) => startSuggestion(deps, request, () => context.signal),
     draftSuggestion: (request) => draftSuggestion(deps, request),
     dismissSuggestion: (request) => dismissSuggestion(deps, request),
     restoreSuggestion: (request) => restoreSuggestion(deps, request),

@@ -19,6 +19,7 @@ export class HeldStartLock {
   readonly #token: string;
   readonly #timer: NodeJS.Timeout;
   #lost = false;
+  #done = false;
 
   /** @internal made by `StartLocks.take` once `SET NX PX` succeeded. */
   constructor(
@@ -61,12 +62,28 @@ export class HeldStartLock {
     return this.#lost;
   }
 
+  /** The holder's token, for a script that ends the lock in the same step as its own work. */
+  get token(): string {
+    return this.#token;
+  }
+
+  /** True once the lock was released, here or by such a script (`ended`). */
+  get done(): boolean {
+    return this.#done;
+  }
+
+  /** A script released the lock (lua/settleStart-5.lua): stops renewing it. */
+  ended(): void {
+    clearInterval(this.#timer);
+    this.#done = true;
+  }
+
   /**
    * Stops renewing, deletes the lock if this caller still holds it, and tells waiters
    * the result. Answers whether the lock was still held.
    */
   async release(result: StartResult): Promise<boolean> {
-    clearInterval(this.#timer);
+    this.ended();
     const held = await this.#redis.releaseLock(
       this.#key,
       this.#channel,

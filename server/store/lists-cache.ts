@@ -163,6 +163,18 @@ export class ListsCache {
     return { version, lists: chat.lists };
   }
 
+  /**
+   * The workspace of an offer as this instance last folded it, of any version (an
+   * offer's workspace is on its record and never changes); undefined when not held.
+   * Only a guess to announce in: the settle script checks it.
+   */
+  workspaceOf(sessionId: string, suggestionId: string): string | undefined {
+    for (const suggestion of suggestionsOf(this.#chats.get(sessionId))) {
+      if (suggestion?.id === suggestionId) return suggestion.workspaceId;
+    }
+    return undefined;
+  }
+
   /** The suggestion of a readSuggestion-2.lua reply (null: no such offer). */
   one(
     sessionId: string,

@@ -51,8 +51,15 @@ export interface SettleOutcome {
 const SETTLE_KINDS = ["recorded", "already", "not-found", "not-open", "open-limit"] as const;
 
 /** The ARGV of lua/settle-3.lua: the workspace channel's parts let it tell the inbox. */
-export function settleArgs(suggestionId: string, outcome: Outcome, chatId: string, token: string) {
-  return [suggestionId, outcome, chatId, String(OPEN_LIMIT), token, ...WORKSPACE_CHANNEL_PARTS];
+export function settleArgs(
+  suggestionId: string,
+  outcome: Outcome,
+  chatId: string,
+  token: string,
+  tokenWorkspace = "",
+) {
+  const channel = WORKSPACE_CHANNEL_PARTS;
+  return [suggestionId, outcome, chatId, String(OPEN_LIMIT), token, ...channel, tokenWorkspace];
 }
 
 /** Reads the reply of lua/settle-3.lua; status 5 (the inbox fenced the token) as `Fenced`. */

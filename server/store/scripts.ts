@@ -121,6 +121,23 @@ declare module "ioredis" {
       suggestionId: string,
       have: string,
     ): Result<ScriptReply, Context>;
+    /** lua/beginStart-4.lua: `{ session record in hex, taken, readSuggestion-2.lua's reply }`. */
+    beginStart(
+      log: string,
+      projection: string,
+      lock: string,
+      hostSession: string,
+      ...argv: string[]
+    ): Result<[string, number, ScriptReply], Context>;
+    /** lua/settleStart-5.lua: `{ settle-3.lua's reply, readSuggestion-2.lua's reply, held }`. */
+    settleStart(
+      log: string,
+      projection: string,
+      changes: string,
+      lock: string,
+      channel: string,
+      ...argv: string[]
+    ): Result<[ScriptReply, ScriptReply, number], Context>;
     /** lua/extendLock-1.lua: 1 when the caller still holds the lock. */
     extendLock(lock: string, token: string, ttlMs: string): Result<number, Context>;
     /** lua/releaseLock-2.lua: 1 when the caller held the lock. */

@@ -20,6 +20,11 @@ export type LockTurn =
   | { readonly kind: "held"; readonly lock: HeldStartLock }
   | { readonly kind: StartResult | "lapsed" };
 
+/** A holder's random token: only the caller that set it may renew or release the lock. */
+export function newLockToken(): string {
+  return randomBytes(16).toString("hex");
+}
+
 /** Waiting beyond the lock's expiry by this much lets the holder's message arrive first. */
 const EXPIRY_SLACK_MS = 25;
 
@@ -113,6 +118,14 @@ export class StartLocks {
   }
 
   /**
+   * The lock of (session, suggestion) as its holder keeps it, once taken with `token`
+   * (here, or by a script that took it in the same step as another read: lua/beginStart-4.lua).
+   */
+  held(sessionId: string, suggestionId: string, token: string): HeldStartLock {
+    return new HeldStartLock(this.#redis, sessionId, suggestionId, token, this.settings);
+  }
+
+  /**
    * Takes the lock of (session, suggestion), or, when another caller holds it, waits
    * for its result, at most until the lock could have expired and never past `until`
    * (ms since the epoch) or the abort of `signal`.
@@ -124,12 +137,11 @@ export class StartLocks {
   ): Promise<LockTurn> {
     const channel = startResultChannel(sessionId);
     const key = startLockKey(sessionId, suggestionId);
-    const token = randomBytes(16).toString("hex");
+    const token = newLockToken();
     const tryLock = async (): Promise<LockTurn | undefined> => {
       const taken = await this.#redis.set(key, token, "PX", this.settings.ttlMs, "NX");
       if (taken !== "OK") return undefined;
-      const lock = new HeldStartLock(this.#redis, sessionId, suggestionId, token, this.settings);
-      return { kind: "held", lock };
+      return { kind: "held", lock: this.held(sessionId, suggestionId, token) };
     };
     // Uncontended (the usual case): the lock at once, with no subscription at all.
     const first = await tryLock();

@@ -101,13 +101,13 @@ export class SuggestionStore {
     chatId = "",
   ): Promise<SettleOutcome> {
     const keys = sessionKeys(sessionId);
-    return this.#announcedSettle(sessionId, async (token) =>
+    return this.announcedSettle(sessionId, suggestionId, async (token, workspace) =>
       settleOutcome(
         await this.redis.settle(
           keys.log,
           keys.projection,
           keys.changes,
-          ...settleArgs(suggestionId, outcome, chatId, token),
+          ...settleArgs(suggestionId, outcome, chatId, token, workspace),
         ),
       ),
     );
@@ -125,7 +125,7 @@ export class SuggestionStore {
     chatId = "",
   ): Promise<{ readonly outcome: SettleOutcome; readonly lists: SuggestionLists }> {
     const keys = sessionKeys(sessionId);
-    return this.#announcedSettle(sessionId, async (token) => {
+    return this.announcedSettle(sessionId, suggestionId, async (token, workspace) => {
       const held = this.cache.heldLists(sessionId);
       const replies = await this.redis
         .multi()
@@ -133,7 +133,7 @@ export class SuggestionStore {
           keys.log,
           keys.projection,
           keys.changes,
-          ...settleArgs(suggestionId, outcome, chatId, token),
+          ...settleArgs(suggestionId, outcome, chatId, token, workspace),
         )
         .readLists(keys.log, keys.projection, held?.version ?? "")
         .exec();
@@ -151,14 +151,19 @@ export class SuggestionStore {
   /**
    * A settlement changes the inbox of its offer's workspace, so its chat is announced
    * there first, as an offer's is: the script refuses a settlement of an offer of a
-   * workspace without a fresh token and names the workspace (status 5), and it is sent
-   * again after the announcement. Offers of no workspace settle in one call.
+   * workspace without a fresh token of that workspace and names it (status 5), and it is
+   * sent again after the announcement. Offers of no workspace settle in one call, and so
+   * do those whose workspace the lists cache knows (test/store/settle-workspace-guess.test.ts).
    */
-  async #announcedSettle<T>(
+  async announcedSettle<T>(
     sessionId: string,
-    run: (token: string) => Promise<T | Fenced>,
+    suggestionId: string,
+    run: (token: string, workspace: string) => Promise<T | Fenced>,
   ): Promise<T> {
-    return announced(this.inbox, "", sessionId, run);
+    // The offer's workspace as this instance last read it, if it did: a guess that saves
+    // the refused first try; the script checks it (a token of another workspace is none).
+    const guess = this.cache.workspaceOf(sessionId, suggestionId) ?? "";
+    return announced(this.inbox, guess, sessionId, run);
   }
 
   /** withdraw_suggestion's atomic step (`withdrawOffer`, lua/withdraw-3.lua). */
@@ -187,12 +192,12 @@ export class SuggestionStore {
     chatId = "",
   ): Promise<{ readonly outcome: SettleOutcome; readonly suggestion: Suggestion | undefined }> {
     const keys = sessionKeys(sessionId);
-    return this.#announcedSettle(sessionId, async (token) => {
+    return this.announcedSettle(sessionId, suggestionId, async (token, workspace) => {
       const [settleReply, readReply] = await this.redis.settleAndRead(
         keys.log,
         keys.projection,
         keys.changes,
-        ...settleArgs(suggestionId, outcome, chatId, token),
+        ...settleArgs(suggestionId, outcome, chatId, token, workspace),
       );
       const settled = settleOutcome(settleReply);
       if ("fenced" in settled) return settled;

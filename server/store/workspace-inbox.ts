@@ -231,21 +231,22 @@ export interface Fenced {
 
 /**
  * Runs `append` with a token announced for (workspace, session) first ('' workspace:
- * with no token); when it answers fenced (no token, or an inbox read passed it), announces
- * the chat in the workspace it names, above the fence, and repeats.
+ * with no token), and the workspace it was announced in; when it answers fenced (no
+ * token, a token of another workspace, or one an inbox read passed), announces the chat
+ * in the workspace it names, above the fence, and repeats.
  */
 export async function announced<T>(
   inbox: WorkspaceInbox,
   workspaceId: string,
   sessionId: string,
-  append: (token: string) => Promise<T | Fenced>,
+  append: (token: string, workspace: string) => Promise<T | Fenced>,
 ): Promise<T> {
   let workspace = workspaceId;
   let minimum = 0;
   for (let attempt = 0; ; attempt++) {
     const token =
       workspace === "" ? "" : String(await inbox.announce(workspace, sessionId, minimum));
-    const outcome = await append(token);
+    const outcome = await append(token, workspace);
     if (!isFenced(outcome)) return outcome;
     if (attempt >= 10) throw new Error("the inbox fenced every announcement of this chat");
     workspace = outcome.workspaceId;

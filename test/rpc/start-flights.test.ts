@@ -34,21 +34,31 @@ test("overlapping calls of one key run once and share the answer; later ones run
   expect(runs).toBe(2);
 });
 
-test("a caller that leaves stops waiting alone; the flight answers the others", async () => {
+test("a joining caller that leaves stops waiting alone; the flight answers the others", async () => {
   const flights = new Flights<string>();
   const gate = deferred<string>();
+  // Signals are made only for callers that join a flight in the air: the one that starts
+  // it awaits its own work, which its call's deadline bounds.
+  let made = 0;
+  const signalOf = (controller: AbortController) => () => {
+    made++;
+    return controller.signal;
+  };
+  const first = flights.join("k", () => gate.promise, signalOf(new AbortController()));
   const leaving = new AbortController();
-  const left = flights.join("k", () => gate.promise, leaving.signal);
+  const left = flights.join("k", () => Promise.resolve("never run"), signalOf(leaving));
   const staying = flights.join(
     "k",
     () => Promise.resolve("never run"),
     new AbortController().signal,
   );
+  expect(made).toBe(1);
   leaving.abort();
   const err = await left.catch((e: unknown) => e);
   expect(err).toBeInstanceOf(ConnectError);
   expect((err as ConnectError).code).toBe(Code.Canceled);
   gate.resolve("chat-1");
+  expect(await first).toBe("chat-1");
   expect(await staying).toBe("chat-1");
 });
 

@@ -26,6 +26,7 @@ test("the service's scripts: each named by its file, with its number of keys", (
   const scripts = Object.fromEntries(loadScripts().map((s) => [s.name, s.numberOfKeys]));
   expect(scripts).toEqual({
     announce: 2,
+    beginStart: 4,
     createChat: 2,
     extendLock: 1,
     inboxChat: 2,
@@ -38,6 +39,7 @@ test("the service's scripts: each named by its file, with its number of keys", (
     releaseLock: 2,
     settle: 3,
     settleAndRead: 3,
+    settleStart: 5,
     settlements: 2,
     withdraw: 3,
   });

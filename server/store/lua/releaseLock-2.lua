@@ -1,6 +1,6 @@
 --[[
   Releases a start lock, only for its holder (compare-and-DEL), and tells the callers
-  waiting for it how the holder's Start ended.
+  waiting for it how the holder's Start ended (includes/locks.lua `releaseLock`).
 
   KEYS[1] lock     the start lock of one (session, suggestion)
   KEYS[2] channel  the session's start-results channel
@@ -12,13 +12,7 @@
   Result:
     1  released: the caller held the lock and it is gone
     0  not held: the lock had expired or another caller holds it, and it is left alone
-  The message is published either way: what the holder did is true whoever holds the
-  lock now, and a waiter that learns it early only checks sooner.
 ]]
-local held = 0
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  held = 1
-end
-redis.call('PUBLISH', KEYS[2], ARGV[2])
-return held
+--- @include "locks"
+
+return releaseLock(KEYS[1], KEYS[2], ARGV[1], ARGV[2])

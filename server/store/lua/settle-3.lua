@@ -14,6 +14,9 @@
                       workspace ('': none yet)
   ARGV[6], ARGV[7]    the parts around the workspace id of a workspace's channel;
                       without them (older callers) the inbox is left alone
+  ARGV[8]             (optional) the workspace the token was announced in, when the
+                      caller announced before knowing the offer's (a guess): a token
+                      of another workspace is no token
 
   Result: { status, standing, chat id }, standing being the offer's after the call
     0 RECORDED   the settlement was appended
@@ -66,7 +69,8 @@ end
 local ws = ARGV[6] and offerWorkspace(log, proj, id) or ''
 if ws ~= '' then
   local fence = inboxFence(proj, ws)
-  if ARGV[5] == '' or fence >= tonumber(ARGV[5]) then
+  local elsewhere = ARGV[8] and ARGV[8] ~= '' and ARGV[8] ~= ws
+  if ARGV[5] == '' or elsewhere or fence >= tonumber(ARGV[5]) then
     return { 5, state, '', fence, ws }
   end
 end
