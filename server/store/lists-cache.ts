@@ -85,8 +85,6 @@ function foldReusing(
     if (suggestion !== null && records !== undefined) pool.set(records, suggestion);
   }
   const byId = new Map<string, Suggestion>();
-  const open: Suggestion[] = [];
-  const settled: Suggestion[] = [];
   for (const pair of offers) {
     const records = `${pair.offer.entryId} ${pair.settlement?.entryId ?? ""}`;
     let suggestion = pool.get(records);
@@ -97,12 +95,41 @@ function foldReusing(
     }
     if (byId.has(suggestion.id)) continue;
     byId.set(suggestion.id, suggestion);
+  }
+  return listsOf(byId);
+}
+
+/** The lists of these suggestions, in offer order: open newest first, settled oldest first. */
+function listsOf(byId: Map<string, Suggestion>): SuggestionLists {
+  const open: Suggestion[] = [];
+  const settled: Suggestion[] = [];
+  for (const suggestion of byId.values()) {
     (suggestion.state === SuggestionState.OPEN ? open : settled).push(suggestion);
   }
   open.reverse();
   Object.freeze(open);
   Object.freeze(settled);
   return Object.freeze({ open, settled, byId });
+}
+
+/**
+ * The lists `held` grown by a readLists-2.lua delta: the offers the new entries named,
+ * folded (reusing `known`), in place of the held ones, new ones after them in offer
+ * order; every other suggestion is the held object. Equal to the fold of the whole log,
+ * since an offer's standing is the fold of its own records (readLists-2.lua says when a
+ * delta is sent; test/store/lists-delta.test.ts).
+ */
+function grownLists(
+  sessionId: string,
+  held: SuggestionLists,
+  offers: readonly OfferRecords[],
+  known: Iterable<Suggestion | null>,
+): SuggestionLists {
+  const byId = new Map(held.byId);
+  for (const [id, suggestion] of foldReusing(sessionId, offers, known).byId) {
+    byId.set(id, suggestion);
+  }
+  return listsOf(byId);
 }
 
 /** Every suggestion an entry holds. */
@@ -158,6 +185,11 @@ export class ListsCache {
     const chat = this.#touch(sessionId, version);
     if (held !== undefined && version === held.version && reply.length === 1) {
       chat.lists ??= held.lists;
+    }
+    if (reply[1] === "delta") {
+      // Sent only against the version of `held`, which the read sent as `have`.
+      if (held === undefined) throw new Error("readLists answered a delta to no held lists");
+      chat.lists ??= grownLists(sessionId, held.lists, offersOf(reply, 2), suggestionsOf(chat));
     }
     chat.lists ??= foldReusing(sessionId, offersOf(reply, 1), suggestionsOf(chat));
     return { version, lists: chat.lists };

@@ -11,12 +11,18 @@
   ARGV[1] have        (optional) the version the caller already holds the lists of
 
   Result: { version, offer, settlement, offer, settlement, ... }, or { version } alone
-  when it equals `have` (the caller's lists are current: nothing else is read or sent)
+  when it equals `have` (the caller's lists are current: nothing else is read or sent),
+  or { version, 'delta', offer, settlement, ... } when the log only grew since `have`
     version     `<id of the last stream entry>:<XLEN>` ('0-0:0' for an empty log): equal
                 versions, equal lists (includes/reads.lua says why)
     then two entries per offer, in offer order, each { entry id, { field, value, ... } }:
     offer       the offer's `offered` record
     settlement  the `settled` record the offer stands by; {} while it is open
+    'delta'     the log holds every entry it held at `have` and at most 32 more: only
+                the offers those entries name (an offer or a settlement of it), in the
+                order they are first named. An offer's standing is the fold of its own
+                records, so every other offer stands as the caller holds it; new offers
+                come after the caller's in offer order (includes/reads.lua `grownBy`).
 ]]
 --- @include "projection"
 --- @include "reads"
@@ -29,6 +35,17 @@ if version == ARGV[1] then
 end
 
 catchUp(log, proj)
+
+local named = grownBy(log, ARGV[1] or '', version, 32)
+if named then
+  local result = { version, 'delta' }
+  for _, id in ipairs(named) do
+    local refs = redis.call('HMGET', proj, 'e:' .. id, 'a:' .. id)
+    result[#result + 1] = entryAt(log, refs[1])
+    result[#result + 1] = entryAt(log, refs[2])
+  end
+  return result
+end
 
 local head = redis.call('HMGET', proj, 'n')
 local result = { version }

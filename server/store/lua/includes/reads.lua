@@ -1,6 +1,6 @@
 --[[
-  What the read scripts share (readLists-2.lua, readSuggestion-2.lua): the log's version
-  and one stream entry by its id.
+  What the read scripts share (readLists-2.lua, readSuggestion-2.lua): the log's version,
+  one stream entry by its id, and what a log that only grew since a version holds new.
 ]]
 
 -- `<id of the last stream entry>:<XLEN>` ('0-0:0' for an empty log): equal versions,
@@ -19,4 +19,44 @@ local function entryAt(log, entryId)
     return {}
   end
   return redis.call('XRANGE', log, entryId, entryId)[1] or {}
+end
+
+-- The ids of the offers named by the entries appended since version `have` (an offer
+-- record or a settlement of it), in the order first named, when the log still holds
+-- every entry it held then and at most `most` more; nil otherwise (no version, entries
+-- deleted, or too many new ones). Entries at or below the version's last id can only
+-- have been deleted since (stream ids only grow), so the same count below it means the
+-- same entries, as for the version itself.
+local function grownBy(log, have, version, most)
+  local hLast, hLen = string.match(have, '^(.+):(%d+)$')
+  local _, nowLen = string.match(version, '^(.+):(%d+)$')
+  if not hLast or not nowLen then
+    return nil
+  end
+  local grown = tonumber(nowLen) - tonumber(hLen)
+  if grown <= 0 or grown > most then
+    return nil
+  end
+  if hLast ~= '0-0' and #redis.call('XRANGE', log, hLast, hLast) == 0 then
+    return nil
+  end
+  local after = redis.call('XRANGE', log, '(' .. hLast, '+', 'COUNT', grown + 1)
+  if #after ~= grown then
+    return nil
+  end
+  local ids, seen = {}, {}
+  for i = 1, #after do
+    local flat = after[i][2]
+    for j = 1, #flat, 2 do
+      if flat[j] == 'id' then
+        local id = flat[j + 1]
+        if id ~= '' and not seen[id] then
+          seen[id] = true
+          ids[#ids + 1] = id
+        end
+        break
+      end
+    end
+  end
+  return ids
 end
