@@ -5,7 +5,8 @@
  * from run to run). Writes bench/results/latest.md and latest.json and prints the
  * Markdown. `BENCH_ONLY=<regex>` measures only the scenarios whose names match (the
  * noop, the unit of every ratio, always runs); `BENCH_PROFILE_DIR=<dir>` has the service
- * write a CPU profile (`node --cpu-prof`) there.
+ * write a CPU profile (`node --cpu-prof`) there; `BENCH_LOG_LEVEL=warn` measures it
+ * without its call log (one JSON line per call, on by default as in production).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
@@ -212,7 +213,7 @@ async function measureService(
       PORT: String(port),
       REDIS_URL: redis.url,
       GRPC_FAST_PATH: process.env.BENCH_GRPC_FAST_PATH ?? "1",
-      LOG_LEVEL: "info",
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "info",
     },
     /listening on/,
   );

@@ -185,7 +185,18 @@ describe("readLists-2.lua", () => {
     ]);
     // The version the caller has, unchanged: the version alone.
     expect(await redis.readLists(s.keys.log, s.keys.projection, version)).toEqual([version]);
-    expect(await redis.readLists(s.keys.log, s.keys.projection, "0-0:0")).toHaveLength(5);
+    // Held when the log was empty: it only grew since, so the offers its entries name,
+    // in the order first named (a delta).
+    expect(await redis.readLists(s.keys.log, s.keys.projection, "0-0:0")).toEqual([
+      version,
+      "delta",
+      offerA,
+      settledA,
+      offerB,
+      [],
+    ]);
+    // A version this log never had (its last entry is not there): every offer.
+    expect(await redis.readLists(s.keys.log, s.keys.projection, "1-1:1")).toHaveLength(5);
   });
 
   test("readSuggestion-2.lua: one offer's records, or the version alone when unchanged", async () => {
