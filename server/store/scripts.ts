@@ -27,13 +27,20 @@ export function loadScripts(dir: URL = LUA_DIR): readonly ScriptSource[] {
     .map((file) => {
       const match = /^([a-zA-Z]+)-(\d+)\.lua$/.exec(file);
       if (!match) throw new Error(`script file ${file} is not named <name>-<numKeys>.lua`);
-      const body = readFileSync(new URL(file, dir), "utf8")
-        .replace(/^--- @script "([a-zA-Z]+-\d+)"$/gm, (_, name: string) =>
-          readFileSync(new URL(`${name}.lua`, dir), "utf8"),
-        )
-        .replace(/^--- @include "([a-z-]+)"$/gm, (_, name: string) => include(name));
+      const body = inlineScripts(readFileSync(new URL(file, dir), "utf8"), dir).replace(
+        /^--- @include "([a-z-]+)"$/gm,
+        (_, name: string) => include(name),
+      );
       return { name: match[1] as string, numberOfKeys: Number(match[2]), lua: body };
     });
+}
+
+/** `text` with its `--- @script` lines replaced by those scripts' texts, theirs too. */
+function inlineScripts(text: string, dir: URL, depth = 0): string {
+  if (depth > 4) throw new Error("scripts inline each other more than 4 deep");
+  return text.replace(/^--- @script "([a-zA-Z]+-\d+)"$/gm, (_, name: string) =>
+    inlineScripts(readFileSync(new URL(`${name}.lua`, dir), "utf8"), dir, depth + 1),
+  );
 }
 
 let cached: readonly ScriptSource[] | undefined;

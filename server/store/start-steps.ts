@@ -1,6 +1,6 @@
 import type { Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { hostKeys, sessionKeys, startLockKey, startResultChannel } from "./keys.js";
-import { type SettleOutcome, settleArgs, settleOutcome } from "./script-replies.js";
+import { type SettleOutcome, settleArgs } from "./script-replies.js";
 import { startResultMessage } from "./start-lock-protocol.js";
 import type { SuggestionStore } from "./suggestion-store.js";
 
@@ -72,9 +72,6 @@ export function settleStart(
       lockToken,
       startResultMessage(suggestionId, "released"),
     );
-    const settled = settleOutcome(settleReply);
-    if ("fenced" in settled) return settled;
-    const suggestion = store.cache.one(sessionId, suggestionId, undefined, readReply);
-    return { outcome: settled, suggestion: suggestion ?? undefined };
+    return store.settledRead(sessionId, suggestionId, settleReply, readReply);
   });
 }

@@ -199,11 +199,25 @@ export class SuggestionStore {
         keys.changes,
         ...settleArgs(suggestionId, outcome, chatId, token, workspace),
       );
-      const settled = settleOutcome(settleReply);
-      if ("fenced" in settled) return settled;
-      const suggestion = this.cache.one(sessionId, suggestionId, undefined, readReply);
-      return { outcome: settled, suggestion: suggestion ?? undefined };
+      return this.settledRead(sessionId, suggestionId, settleReply, readReply);
     });
+  }
+
+  /**
+   * A settle script's reply with its read of the suggestion right after it
+   * (settleAndRead-3.lua and the scripts that run it): fenced, or the outcome and the
+   * suggestion as that step left it.
+   */
+  settledRead(
+    sessionId: string,
+    suggestionId: string,
+    settleReply: ScriptReply,
+    readReply: ScriptReply,
+  ): Fenced | { readonly outcome: SettleOutcome; readonly suggestion: Suggestion | undefined } {
+    const settled = settleOutcome(settleReply);
+    if ("fenced" in settled) return settled;
+    const suggestion = this.cache.one(sessionId, suggestionId, undefined, readReply);
+    return { outcome: settled, suggestion: suggestion ?? undefined };
   }
 
   /**

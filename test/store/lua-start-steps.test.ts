@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { toBinary } from "@bufbuild/protobuf";
 import { afterAll, describe, expect, test } from "vitest";
 import { FolderKind, type Session, SessionSchema } from "../../gen/oda/suggest/v1/chat_host_pb.js";
@@ -15,6 +14,7 @@ import { settleArgs } from "../../server/store/script-replies.js";
 import { beginStart, settleStart } from "../../server/store/start-steps.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { eventually, redisClient, uniqueId } from "../support/harness.js";
+import { storeOffer } from "../support/suggest.js";
 
 /*
  * StartSuggestion's two steps on the session's slot (lua/beginStart-4.lua,
@@ -35,17 +35,8 @@ async function chatWithOffer(workspaceId = "") {
     workspaceId: "ws-start",
     folder: FolderKind.NORMAL,
   });
-  const offer = {
-    id: randomUUID(),
-    turnId: "t1",
-    toolCallId: "",
-    title: "T",
-    tldr: "L",
-    brief: "B",
-  };
-  const offered = await store.offer(sessionId, offer, false, workspaceId);
-  if (offered.kind !== "recorded") throw new Error(offered.kind);
-  return { sessionId, suggestionId: offer.id, session, lock: startLockKey(sessionId, offer.id) };
+  const suggestionId = await storeOffer(store, sessionId, workspaceId);
+  return { sessionId, suggestionId, session, lock: startLockKey(sessionId, suggestionId) };
 }
 
 const LOCK = { token: "tok-1", ttlMs: 10_000 };

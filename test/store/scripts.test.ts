@@ -52,7 +52,7 @@ test("every script uses exactly the keys its name declares, and has its includes
       name: script.name,
       keys: script.numberOfKeys,
     });
-    expect(script.lua).not.toMatch(/@include/);
+    expect(script.lua).not.toMatch(/^--- @(include|script) /m);
   }
 });
 
@@ -78,6 +78,19 @@ test.each(["offer.lua", "offer-x.lua", "offer-3-extra.lua", "read_lists-2.lua", 
     expect(() => loadScripts(dir)).toThrow(`script file ${file} is not named <name>-<numKeys>.lua`);
   },
 );
+
+test("`@script` inlines another script's text, with the scripts and includes it inlines", () => {
+  const dir = scriptsFolder({
+    "inner-1.lua": '--- @include "bit"\nreturn KEYS[1]\n',
+    "middle-1.lua": 'local function inner()\n--- @script "inner-1"\nend\n',
+    "outer-1.lua": '--- @script "middle-1"\nreturn inner()\n',
+    "includes/bit.lua": "local b = 1",
+  });
+  const outer = loadScripts(dir).find((s) => s.name === "outer");
+  expect(outer?.lua).toBe(
+    "local function inner()\nlocal b = 1\nreturn KEYS[1]\n\nend\n\nreturn inner()\n",
+  );
+});
 
 test("an include that does not exist fails the load", () => {
   const dir = scriptsFolder({ "broken-1.lua": '--- @include "missing"\nreturn KEYS[1]' });

@@ -1,10 +1,10 @@
-import { randomUUID } from "node:crypto";
 import { afterAll, expect, test } from "vitest";
 import { sessionKeys } from "../../server/store/keys.js";
 import { settleArgs, settleOutcome } from "../../server/store/script-replies.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { WorkspaceInbox } from "../../server/store/workspace-inbox.js";
 import { redisClient, uniqueId } from "../support/harness.js";
+import { storeOffer } from "../support/suggest.js";
 
 /*
  * A settlement of a workspace's offer is announced in the workspace the lists cache says
@@ -27,17 +27,14 @@ class CountingInbox extends WorkspaceInbox {
 
 async function offerIn(store: SuggestionStore, workspaceId: string) {
   const sessionId = uniqueId("guess");
-  const offer = {
-    id: randomUUID(),
-    turnId: "t1",
-    toolCallId: "",
-    title: "T",
-    tldr: "L",
-    brief: "B",
-  };
-  const offered = await store.offer(sessionId, offer, false, workspaceId);
-  if (offered.kind !== "recorded") throw new Error(offered.kind);
-  return { sessionId, suggestionId: offer.id };
+  return { sessionId, suggestionId: await storeOffer(store, sessionId, workspaceId) };
+}
+
+/** settle-3.lua called as is: a dismissal with `token`, announced in `workspace`. */
+async function rawDismiss(sessionId: string, suggestionId: string, token: string, ws: string) {
+  const keys = sessionKeys(sessionId);
+  const args = settleArgs(suggestionId, "dismissed", "", token, ws);
+  return settleOutcome(await redis.settle(keys.log, keys.projection, keys.changes, ...args));
 }
 
 test("an offer this instance has read: one announcement in its workspace, the settle run once", async () => {
@@ -50,14 +47,7 @@ test("an offer this instance has read: one announcement in its workspace, the se
   const tries: string[] = [];
   const settled = await store.announcedSettle(sessionId, suggestionId, async (token, ws) => {
     tries.push(`${ws}:${token === "" ? "none" : "token"}`);
-    const keys = sessionKeys(sessionId);
-    const reply = await redis.settle(
-      keys.log,
-      keys.projection,
-      keys.changes,
-      ...settleArgs(suggestionId, "dismissed", "", token, ws),
-    );
-    return settleOutcome(reply);
+    return rawDismiss(sessionId, suggestionId, token, ws);
   });
   expect(settled.kind).toBe("recorded");
   expect(tries).toEqual([`${workspaceId}:token`]);
@@ -83,14 +73,9 @@ test("a token announced in another workspace is no token: FENCED, naming the off
   const other = uniqueId("ws-other");
   const { sessionId, suggestionId } = await offerIn(store, own);
   const token = String(await store.inbox.announce(other, sessionId, 1_000));
-  const keys = sessionKeys(sessionId);
-  const reply = await redis.settle(
-    keys.log,
-    keys.projection,
-    keys.changes,
-    ...settleArgs(suggestionId, "dismissed", "", token, other),
-  );
-  expect(settleOutcome(reply)).toMatchObject({ workspaceId: own });
+  expect(await rawDismiss(sessionId, suggestionId, token, other)).toMatchObject({
+    workspaceId: own,
+  });
   // Nothing was recorded: the offer is still open, in its own workspace's inbox.
   expect((await store.suggestion(sessionId, suggestionId))?.state).toBe(1);
   const page = await store.inbox.page(own, 50, "");

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { Code } from "@connectrpc/connect";
 import { Cluster } from "ioredis";
 import { expect } from "vitest";
@@ -11,6 +12,7 @@ import {
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { SuggestTaskResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
+import type { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { type Clients, connectErrorOf, putSession, uniqueId } from "./harness.js";
 import { logRecords } from "./lists.js";
 
@@ -194,4 +196,20 @@ export async function newChat(
   const sessionId = uniqueId();
   await putSession(clients, { ...init, sessionId });
   return sessionId;
+}
+
+/**
+ * One open offer recorded straight through a store (no RPC, no host check), of
+ * `workspaceId` if given, in a fresh turn: answers its suggestion's id.
+ */
+export async function storeOffer(
+  store: SuggestionStore,
+  sessionId: string,
+  workspaceId = "",
+): Promise<string> {
+  const id = randomUUID();
+  const offer = { id, turnId: nextTurnId(), toolCallId: "", title: "T", tldr: "L", brief: "B" };
+  const offered = await store.offer(sessionId, offer, false, workspaceId);
+  if (offered.kind !== "recorded") throw new Error(`the offer answered ${offered.kind}`);
+  return id;
 }

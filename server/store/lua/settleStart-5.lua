@@ -1,7 +1,7 @@
 --[[
   StartSuggestion's `started` step and the end of the holder's lock, as one script:
-  settle-3.lua (outcome started), readSuggestion-2.lua of the suggestion (as
-  settleAndRead-3.lua), then the lock released with the caller's message
+  settleAndRead-3.lua (settle-3.lua with outcome started, then readSuggestion-2.lua of
+  the suggestion), then the lock released with the caller's message
   (includes/locks.lua `releaseLock`), unless the settlement must first be announced in
   the offer's workspace inbox (status FENCED: the caller repeats it, still holding the
   lock). Once `started` is recorded (or the offer turned out not open) the lock has
@@ -22,19 +22,13 @@
 ]]
 --- @include "locks"
 
-local function settle()
---- @script "settle-3"
+local function settleAndRead()
+--- @script "settleAndRead-3"
 end
 
-local function read()
---- @script "readSuggestion-2"
-end
-
-local settled = settle()
-ARGV[2] = ''
-local suggestion = read()
+local both = settleAndRead()
 local held = -1
-if settled[1] ~= 5 then
+if both[1][1] ~= 5 then
   held = releaseLock(KEYS[4], KEYS[5], ARGV[9], ARGV[10])
 end
-return { settled, suggestion, held }
+return { both[1], both[2], held }
