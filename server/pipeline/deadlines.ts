@@ -68,9 +68,15 @@ class BudgetContext implements HandlerContext {
   }
   get signal(): AbortSignal {
     if (this.combined === undefined) {
-      this.controller = new AbortController();
-      if (this.expired) this.controller.abort(pastBudget());
-      this.combined = AbortSignal.any([this.inner.signal, this.controller.signal]);
+      // Linked by hand rather than with AbortSignal.any, whose weak bookkeeping cost a
+      // Start that waits on another's flight more than the rest of its call (Node 20).
+      const controller = new AbortController();
+      this.controller = controller;
+      if (this.expired) controller.abort(pastBudget());
+      const inner = this.inner.signal;
+      if (inner.aborted) controller.abort(inner.reason);
+      else inner.addEventListener("abort", () => controller.abort(inner.reason), { once: true });
+      this.combined = controller.signal;
     }
     return this.combined;
   }
