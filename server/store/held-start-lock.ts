@@ -9,7 +9,8 @@ import {
 /**
  * A held lock: renewed every third of its lifetime with a compare-and-PEXPIRE
  * (lua/extendLock-1.lua) for at most `maxHoldMs`, and released only by its holder with a
- * compare-and-DEL (lua/releaseLock-2.lua), which also tells the waiters the result.
+ * compare-and-DEL (includes/locks.lua, run by lua/releaseLock-2.lua and, in the same step
+ * as Start's `started`, by lua/settleStart-5.lua), which also tells the waiters the result.
  */
 export class HeldStartLock {
   readonly #redis: Redis | Cluster;
@@ -21,7 +22,7 @@ export class HeldStartLock {
   #lost = false;
   #done = false;
 
-  /** @internal made by `StartLocks.take` once `SET NX PX` succeeded. */
+  /** @internal made by `StartLocks` (`take`, `held`) once `SET NX PX` succeeded. */
   constructor(
     redis: Redis | Cluster,
     sessionId: string,
