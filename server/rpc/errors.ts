@@ -94,3 +94,21 @@ export function dependencyError(err: unknown, what: string): ConnectError {
   if (err instanceof ConnectError && !DEPENDENCY_DOWN.has(err.code)) return err;
   return new ConnectError(`${what} is unavailable`, Code.Unavailable, undefined, undefined, err);
 }
+
+/** `fn`'s result; a failure of the suggestion store (Redis) is UNAVAILABLE (`dependencyError`). */
+export async function storeCall<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw dependencyError(err, "the suggestion store");
+  }
+}
+
+/** `fn`'s result; a chat host that is down or times out is UNAVAILABLE (`dependencyError`). */
+export async function hostCall<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw dependencyError(err, "the chat host");
+  }
+}

@@ -1,5 +1,4 @@
 import { create } from "@bufbuild/protobuf";
-import type { Settlement } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import {
   type ListSettlementsRequest,
   type ListSettlementsResponse,
@@ -8,7 +7,7 @@ import {
 import { checkCursor } from "../domain/cursor.js";
 import { requireId } from "../domain/ids.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
-import { dependencyError } from "./errors.js";
+import { storeCall } from "./errors.js";
 
 /** What the ListSettlements handler needs. */
 export interface ListSettlementsDeps {
@@ -29,12 +28,7 @@ export async function listSettlements(
 ): Promise<ListSettlementsResponse> {
   const sessionId = requireId("session_id", request.sessionId);
   const after = checkCursor("after", request.after);
-  let settlements: Settlement[];
-  try {
-    settlements = await deps.store.settlements(sessionId, after);
-  } catch (err) {
-    throw dependencyError(err, "the suggestion store");
-  }
+  const settlements = await storeCall(() => deps.store.settlements(sessionId, after));
   return create(ListSettlementsResponseSchema, {
     settlements,
     cursor: settlements.at(-1)?.cursor ?? after,

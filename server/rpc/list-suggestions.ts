@@ -1,4 +1,3 @@
-import type { Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type {
   GetSuggestionRequest,
   GetSuggestionResponse,
@@ -9,7 +8,7 @@ import { SuggestionErrorCode } from "../domain/failures.js";
 import type { SuggestionLists } from "../domain/fold.js";
 import { requireId } from "../domain/ids.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
-import { dependencyError, suggestionError } from "./errors.js";
+import { storeCall, suggestionError } from "./errors.js";
 import { getResponseOf, listResponseOf } from "./shared-responses.js";
 
 /** What the list and get handlers need. */
@@ -27,11 +26,7 @@ export async function readLists(
   store: SuggestionStore,
   sessionId: string,
 ): Promise<SuggestionLists> {
-  try {
-    return await store.lists(sessionId);
-  } catch (err) {
-    throw dependencyError(err, "the suggestion store");
-  }
+  return storeCall(() => store.lists(sessionId));
 }
 
 /**
@@ -60,12 +55,7 @@ export async function getSuggestion(
 ): Promise<GetSuggestionResponse> {
   const sessionId = requireId("session_id", request.sessionId);
   const suggestionId = requireId("suggestion_id", request.suggestionId);
-  let suggestion: Suggestion | undefined;
-  try {
-    suggestion = await deps.store.suggestion(sessionId, suggestionId);
-  } catch (err) {
-    throw dependencyError(err, "the suggestion store");
-  }
+  const suggestion = await storeCall(() => deps.store.suggestion(sessionId, suggestionId));
   if (suggestion === undefined) {
     throw suggestionError({ code: SuggestionErrorCode.NotFound, suggestionId });
   }

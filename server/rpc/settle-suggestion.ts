@@ -16,7 +16,7 @@ import { requireId } from "../domain/ids.js";
 import { OPEN_LIMIT } from "../domain/limits.js";
 import type { UserOutcome } from "../domain/settlement.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
-import { dependencyError, suggestionError } from "./errors.js";
+import { storeCall, suggestionError } from "./errors.js";
 
 /** What the settle handlers need. */
 export interface SettleSuggestionDeps {
@@ -46,12 +46,7 @@ export async function settleSuggestion(
 ): Promise<Suggestion> {
   const sessionId = requireId("session_id", request.sessionId);
   const suggestionId = requireId("suggestion_id", request.suggestionId);
-  let answer: Awaited<ReturnType<SuggestionStore["settleAndRead"]>>;
-  try {
-    answer = await deps.store.settleAndRead(sessionId, suggestionId, outcome);
-  } catch (err) {
-    throw dependencyError(err, "the suggestion store");
-  }
+  const answer = await storeCall(() => deps.store.settleAndRead(sessionId, suggestionId, outcome));
   const { kind, state } = answer.outcome;
   switch (kind) {
     case "recorded":

@@ -24,7 +24,7 @@ import type { HeldStartLock } from "../store/held-start-lock.js";
 import { newLockToken, type StartLocks } from "../store/start-locks.js";
 import { beginStart, settleStart } from "../store/start-steps.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
-import { dependencyError, suggestionError } from "./errors.js";
+import { dependencyError, hostCall, storeCall, suggestionError } from "./errors.js";
 import { Flights } from "./start-flights.js";
 
 /** What StartSuggestion needs. */
@@ -258,15 +258,6 @@ function found(suggestion: Suggestion | undefined, suggestionId: string): Sugges
   return suggestion;
 }
 
-/** A call to the suggestion store; Redis failing is UNAVAILABLE. */
-async function storeCall<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    throw dependencyError(err, "the suggestion store");
-  }
-}
-
 /** One suggestion as the log's fold gives it; not-found when the log has no such offer. */
 async function readSuggestion(
   store: SuggestionStore,
@@ -292,13 +283,4 @@ async function postBrief(host: ChatHost, suggestion: Suggestion, chatId: string)
       origin: { sessionId, suggestionId },
     }),
   );
-}
-
-/** A call to the chat host; a host that is down or times out is UNAVAILABLE. */
-async function hostCall<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    throw dependencyError(err, "the chat host");
-  }
 }

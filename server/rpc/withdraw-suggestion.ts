@@ -9,9 +9,8 @@ import type { Refusal } from "../domain/refusals.js";
 import { withdrawSuggestionTool } from "../domain/tool-declaration.js";
 import { checkToolFields } from "../domain/tool-fields.js";
 import type { ChatHost } from "../host/chat-host.js";
-import type { WithdrawOutcome } from "../store/agent-settlements.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
-import { dependencyError, refusalError } from "./errors.js";
+import { refusalError, storeCall } from "./errors.js";
 import { findSession } from "./suggest-task.js";
 import { checkedContext } from "./tool-call-context.js";
 
@@ -59,12 +58,9 @@ export async function withdrawSuggestion(
   const refusal = checkToolFields({ title, reason }, withdrawSuggestionTool);
   if (refusal !== undefined) throw refuse(refusal);
 
-  let outcome: WithdrawOutcome;
-  try {
-    outcome = await deps.store.withdraw(sessionId, { title, reason, toolCallId });
-  } catch (err) {
-    throw dependencyError(err, "the suggestion store");
-  }
+  const outcome = await storeCall(() =>
+    deps.store.withdraw(sessionId, { title, reason, toolCallId }),
+  );
   if (outcome.kind === "no-open-offer") {
     throw refuse({ reason: RefusalReason.NO_OPEN_OFFER, title });
   }

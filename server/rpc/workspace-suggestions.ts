@@ -13,7 +13,7 @@ import { decodePageToken, encodePageToken, inboxPageSize } from "../domain/inbox
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import type { WatchHub } from "../store/watch-hub.js";
 import { withInboxEncoding } from "./encoded-response.js";
-import { dependencyError } from "./errors.js";
+import { dependencyError, storeCall } from "./errors.js";
 
 /** What the workspace inbox handlers need. */
 export interface WorkspaceSuggestionsDeps {
@@ -38,12 +38,7 @@ export async function listWorkspaceSuggestions(
   const workspaceId = requireId("workspace_id", request.workspaceId);
   const size = inboxPageSize(request.pageSize);
   const after = decodePageToken(request.pageToken);
-  let page: Awaited<ReturnType<SuggestionStore["inbox"]["page"]>>;
-  try {
-    page = await deps.store.inbox.page(workspaceId, size, after);
-  } catch (err) {
-    throw dependencyError(err, "the suggestion store");
-  }
+  const page = await storeCall(() => deps.store.inbox.page(workspaceId, size, after));
   const response = create(ListWorkspaceSuggestionsResponseSchema, {
     suggestions: page.entries.map((e) => e.suggestion),
     nextPageToken: page.next === "" ? "" : encodePageToken(page.next),
