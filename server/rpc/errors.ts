@@ -2,12 +2,14 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import {
   RefusalReason,
+  type Suggestion,
   SuggestionErrorSchema,
   SuggestTaskRefusalSchema,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import {
   describeFailure,
   SUGGESTION_ERROR_DOMAIN,
+  SuggestionErrorCode,
   type SuggestionFailure,
 } from "../domain/failures.js";
 import {
@@ -93,6 +95,17 @@ const DEPENDENCY_DOWN: ReadonlySet<Code> = new Set([
 export function dependencyError(err: unknown, what: string): ConnectError {
   if (err instanceof ConnectError && !DEPENDENCY_DOWN.has(err.code)) return err;
   return new ConnectError(`${what} is unavailable`, Code.Unavailable, undefined, undefined, err);
+}
+
+/** The suggestion; `task-suggestion/not-found` when the log holds no such offer. */
+export function foundSuggestion(
+  suggestion: Suggestion | undefined,
+  suggestionId: string,
+): Suggestion {
+  if (suggestion === undefined) {
+    throw suggestionError({ code: SuggestionErrorCode.NotFound, suggestionId });
+  }
+  return suggestion;
 }
 
 /** `fn`'s result; a failure of the suggestion store (Redis) is UNAVAILABLE (`dependencyError`). */

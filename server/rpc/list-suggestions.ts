@@ -4,11 +4,10 @@ import type {
   ListSuggestionsRequest,
   ListSuggestionsResponse,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
-import { SuggestionErrorCode } from "../domain/failures.js";
 import type { SuggestionLists } from "../domain/fold.js";
 import { requireId } from "../domain/ids.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
-import { storeCall, suggestionError } from "./errors.js";
+import { foundSuggestion, storeCall } from "./errors.js";
 import { getResponseOf, listResponseOf } from "./shared-responses.js";
 
 /** What the list and get handlers need. */
@@ -56,8 +55,5 @@ export async function getSuggestion(
   const sessionId = requireId("session_id", request.sessionId);
   const suggestionId = requireId("suggestion_id", request.suggestionId);
   const suggestion = await storeCall(() => deps.store.suggestion(sessionId, suggestionId));
-  if (suggestion === undefined) {
-    throw suggestionError({ code: SuggestionErrorCode.NotFound, suggestionId });
-  }
-  return getResponseOf(suggestion);
+  return getResponseOf(foundSuggestion(suggestion, suggestionId));
 }

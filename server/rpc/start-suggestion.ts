@@ -24,7 +24,13 @@ import type { HeldStartLock } from "../store/held-start-lock.js";
 import { newLockToken, type StartLocks } from "../store/start-locks.js";
 import { beginStart, settleStart } from "../store/start-steps.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
-import { dependencyError, hostCall, storeCall, suggestionError } from "./errors.js";
+import {
+  dependencyError,
+  foundSuggestion,
+  hostCall,
+  storeCall,
+  suggestionError,
+} from "./errors.js";
 import { Flights } from "./start-flights.js";
 
 /** What StartSuggestion needs. */
@@ -105,9 +111,9 @@ async function startOnce(
     const record = begun.sessionRecord;
     const known = remote ?? (record ? embeddedHost?.sessionOf(record) : undefined);
     // An unknown session: not-found first when the offer does not exist either.
-    if (known === undefined) found(begun.suggestion, suggestionId);
+    if (known === undefined) foundSuggestion(begun.suggestion, suggestionId);
     session = checkedSession(sessionId, known);
-    suggestion = found(begun.suggestion, suggestionId);
+    suggestion = foundSuggestion(begun.suggestion, suggestionId);
   } catch (err) {
     await lock?.release("released").catch(() => false);
     throw err;
@@ -186,10 +192,7 @@ async function startHeld(
       case "already": {
         // `already`: an earlier holder (stalled past its lock, or crashed after this
         // step) recorded it; the recorded chat is the one, and its brief is made sure of.
-        const started = settled.suggestion;
-        if (started === undefined) {
-          throw suggestionError({ code: SuggestionErrorCode.NotFound, suggestionId });
-        }
+        const started = foundSuggestion(settled.suggestion, suggestionId);
         await postBrief(deps.host, started, started.chatId);
         return create(StartSuggestionResponseSchema, {
           chatId: started.chatId,
@@ -250,21 +253,14 @@ function checkedSession(sessionId: string, session: Session | undefined): Sessio
   return session;
 }
 
-/** The suggestion; not-found when the log has no such offer. */
-function found(suggestion: Suggestion | undefined, suggestionId: string): Suggestion {
-  if (suggestion === undefined) {
-    throw suggestionError({ code: SuggestionErrorCode.NotFound, suggestionId });
-  }
-  return suggestion;
-}
-
 /** One suggestion as the log's fold gives it; not-found when the log has no such offer. */
 async function readSuggestion(
   store: SuggestionStore,
   sessionId: string,
   suggestionId: string,
 ): Promise<Suggestion> {
-  return found(await storeCall(() => store.suggestion(sessionId, suggestionId)), suggestionId);
+  const suggestion = await storeCall(() => store.suggestion(sessionId, suggestionId));
+  return foundSuggestion(suggestion, suggestionId);
 }
 
 /**
