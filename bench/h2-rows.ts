@@ -3,7 +3,7 @@
  * call of the read and settle RPCs against the grpc-js noop, in one run, with h2load
  * (Debian `nghttp2-client`) where one body serves and a lean node:http2 loop where each
  * call needs its own. `BENCH_ROOTS` (comma-separated checkouts of this repository,
- * default `.`) serves each one's `server/main.ts` in turn, so a before/after comparison
+ * default `.`) serves each one's compiled server (`builtService`) in turn, so a before/after comparison
  * is one run.
  *
  *   node --import tsx bench/h2-rows.ts
@@ -11,7 +11,7 @@
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { FolderKind } from "../gen/oda/suggest/v1/chat_host_pb.js";
 import { AgentRole } from "../gen/oda/suggest/v1/suggestion_pb.js";
 import {
@@ -30,7 +30,7 @@ import { SuggestionStore } from "../server/store/suggestion-store.js";
 import { measureStartConcurrency } from "./extras.js";
 import { frame, h2load, h2loadBurst, once, sequences } from "./h2-runners.js";
 import { watchCost } from "./h2-watch.js";
-import { startNode } from "./measure.js";
+import { builtService, startNode } from "./measure.js";
 
 const SVC = "/oda.suggest.v1.SuggestionService";
 
@@ -137,7 +137,7 @@ async function main() {
   for (const root of roots) {
     const port = await freePort();
     const server = await startNode(
-      [resolve(root, "server/main.ts")],
+      [builtService(root)],
       { PORT: String(port), REDIS_URL: redis.url, LOG_LEVEL: "info" },
       /listening on/,
     );

@@ -1,6 +1,7 @@
 /** Reading processes from /proc: CPU time and memory, for the benchmark's figures. */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 
 const TICKS_PER_SECOND = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim()) || 100;
 
@@ -34,27 +35,47 @@ export function rssMb(pid: number): number {
   return kb / 1024;
 }
 
-/** A child process started with `node --import tsx`, resolved once it prints `ready`. */
+/**
+ * The service as `npm start` runs it: `root`'s server compiled by tsc (`npm run
+ * build:server`), so that the bench measures the JavaScript users run, not tsx's
+ * transpilation of it (which wraps every closure in a naming helper). Answers the
+ * compiled entry point's path.
+ */
+export function builtService(root = "."): string {
+  execFileSync("npm", ["run", "--silent", "build:server"], { cwd: root, stdio: "inherit" });
+  return resolve(root, "dist/server/main.js");
+}
+
+/**
+ * A child process running `args` with node, resolved once it prints `ready`; a
+ * TypeScript entry point runs through tsx (`node --import tsx`).
+ */
 export async function startNode(
   args: readonly string[],
   env: Record<string, string | undefined>,
   ready: RegExp,
 ): Promise<{ child: ChildProcess; pid: number; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, ["--import", "tsx", ...args], {
+  const typescript = args.some((a) => a.endsWith(".ts"));
+  const child = spawn(process.execPath, [...(typescript ? ["--import", "tsx"] : []), ...args], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   await new Promise<void>((resolve, reject) => {
     let out = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
+    const watch = (chunk: Buffer) => {
       out += chunk.toString();
-      if (ready.test(out)) resolve();
-    });
+      if (!ready.test(out)) return;
+      // From here on its output (the service's call log) is read and dropped: a
+      // listener left here would keep the whole log and test it again on every chunk,
+      // taking most of a core from the service it measures.
+      child.stdout?.off("data", watch);
+      child.stdout?.resume();
+      resolve();
+    };
+    child.stdout?.on("data", watch);
     void exited.then(() => reject(new Error(`${args.join(" ")} exited:\n${out}`)));
   });
-  // From here on its output (the service's call log) is read and dropped.
-  child.stdout?.resume();
   return {
     child,
     pid: child.pid ?? 0,

@@ -22,7 +22,7 @@ import { measureFanout, measureStartConcurrency } from "./extras.js";
 import { H2LOAD_MISSING, h2loadVersion } from "./h2load.js";
 import { runHistoryBench } from "./history.js";
 import type { LoadConfig } from "./load.js";
-import { startNode } from "./measure.js";
+import { builtService, startNode } from "./measure.js";
 import { prepare } from "./prepare.js";
 import { measureDiskFloor } from "./redis-floor.js";
 import type { Row } from "./report.js";
@@ -208,7 +208,7 @@ async function measureService(
   // BENCH_PROFILE_DIR: the service writes a CPU profile there (node --cpu-prof) at exit.
   const profile = process.env.BENCH_PROFILE_DIR;
   const server = await startNode(
-    [...(profile ? ["--cpu-prof", `--cpu-prof-dir=${profile}`] : []), "server/main.ts"],
+    [...(profile ? ["--cpu-prof", `--cpu-prof-dir=${profile}`] : []), builtService()],
     {
       PORT: String(port),
       REDIS_URL: redis.url,

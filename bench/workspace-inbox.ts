@@ -19,7 +19,7 @@ import { EmbeddedChatHost } from "../server/host/embedded-host.js";
 import { freePort, startRedisServer } from "../server/redis/redis-server-process.js";
 import { createRedisClient } from "../server/store/scripts.js";
 import { type NewOffer, SuggestionStore } from "../server/store/suggestion-store.js";
-import { cpuSeconds, startNode } from "./measure.js";
+import { builtService, cpuSeconds, startNode } from "./measure.js";
 
 const CHATS = 10_000;
 const OPEN = 3_000;
@@ -167,7 +167,7 @@ async function main(): Promise<void> {
   const redis = await startRedisServer({ dir });
   const port = await freePort();
   const server = await startNode(
-    ["server/main.ts"],
+    [builtService()],
     { PORT: String(port), REDIS_URL: redis.url, GRPC_FAST_PATH: "1", LOG_LEVEL: "info" },
     /listening on/,
   );

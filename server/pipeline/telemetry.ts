@@ -30,10 +30,16 @@ export function sessionIdOf(request: unknown): string | undefined {
   return typeof id === "string" && id !== "" ? id : undefined;
 }
 
+/** Every gRPC code's name as the Connect protocol spells it ("invalid_argument"), by code. */
+const CODE_NAMES = new Map(
+  Object.values(Code)
+    .filter((code): code is Code => typeof code === "number")
+    .map((code) => [code, Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase()]),
+);
+
 /** The gRPC code's name as the Connect protocol spells it ("invalid_argument"). */
 function codeName(code: Code | undefined): string {
-  if (code === undefined) return "ok";
-  return Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase();
+  return code === undefined ? "ok" : (CODE_NAMES.get(code) ?? String(code));
 }
 
 /**
@@ -74,6 +80,10 @@ export function createTelemetry(logger: Logger): Telemetry {
     registers: [registry],
   });
 
+  // The series of each (method, code) and each method, looked up once: prom-client
+  // hashes the labels of every inc and observe it is given by name.
+  const callSeries = new Map<string, { inc(): void }>();
+  const latencySeries = new Map<string, { observe(seconds: number): void }>();
   const hook: CallHook = {
     before(call: Call) {
       if (call.procedure === START) startsInFlight.inc();
@@ -81,8 +91,19 @@ export function createTelemetry(logger: Logger): Telemetry {
     after(call, error, durationMs) {
       if (call.procedure === START) startsInFlight.dec();
       const code = codeName(error?.code);
-      calls.inc({ method: call.procedure, code });
-      latency.observe({ method: call.procedure }, durationMs / 1000);
+      const key = `${call.procedure} ${code}`;
+      let counted = callSeries.get(key);
+      if (counted === undefined) {
+        counted = calls.labels({ method: call.procedure, code });
+        callSeries.set(key, counted);
+      }
+      counted.inc();
+      let timed = latencySeries.get(call.procedure);
+      if (timed === undefined) {
+        timed = latency.labels({ method: call.procedure });
+        latencySeries.set(call.procedure, timed);
+      }
+      timed.observe(durationMs / 1000);
       const refusal = error instanceof ConnectError ? refusalOf(error) : undefined;
       if (refusal !== undefined) refusals.inc({ reason: RefusalReason[refusal] });
       logger.info(

@@ -13,20 +13,29 @@ import { toBinary } from "@bufbuild/protobuf";
 const bytesOf = new WeakMap<object, Uint8Array>();
 const frames = new WeakMap<object, Buffer>();
 
-/** The message fields of a schema that are encoded from their parts (no oneof, no groups). */
-const partsOf = new WeakMap<DescMessage, readonly DescField[]>();
+/**
+ * The message fields of a schema that are encoded from their parts (no oneof, no
+ * groups), and whether they are all its fields (then a message with no unknown fields
+ * has nothing else to encode).
+ */
+interface Parts {
+  readonly fields: readonly DescField[];
+  readonly all: boolean;
+}
+const partsOf = new WeakMap<DescMessage, Parts>();
 
-function messageFields(schema: DescMessage): readonly DescField[] {
-  let fields = partsOf.get(schema);
-  if (fields === undefined) {
-    fields = schema.fields.filter(
+function messageFields(schema: DescMessage): Parts {
+  let parts = partsOf.get(schema);
+  if (parts === undefined) {
+    const fields = schema.fields.filter(
       (f) =>
         (f.fieldKind === "message" && f.oneof === undefined && !f.delimitedEncoding) ||
         (f.fieldKind === "list" && f.listKind === "message" && !f.delimitedEncoding),
     );
-    partsOf.set(schema, fields);
+    parts = { fields, all: fields.length === schema.fields.length };
+    partsOf.set(schema, parts);
   }
-  return fields;
+  return parts;
 }
 
 function varint(value: number, out: number[]): void {
@@ -43,7 +52,7 @@ function field(number: number, bytes: Uint8Array, parts: Uint8Array[]): void {
   const head: number[] = [];
   varint((number << 3) | 2, head);
   varint(bytes.length, head);
-  parts.push(Uint8Array.from(head), bytes);
+  parts.push(Buffer.from(head), bytes);
 }
 
 /**
@@ -55,16 +64,18 @@ export function encodeMessage(schema: DescMessage, message: Message): Uint8Array
   const frozen = Object.isFrozen(message);
   const known = frozen ? bytesOf.get(message) : undefined;
   if (known !== undefined) return known;
-  const fields = messageFields(schema);
+  const { fields, all } = messageFields(schema);
   let bytes: Uint8Array;
   if (fields.length === 0 || !(frozen || holdsFrozen(message, fields))) {
     bytes = toBinary(schema, message);
   } else {
     const record = message as unknown as Record<string, unknown>;
-    const rest: Record<string, unknown> = { ...record };
     const parts: Uint8Array[] = [];
-    for (const f of fields) rest[f.localName] = f.fieldKind === "list" ? [] : undefined;
-    parts.push(toBinary(schema, rest as unknown as Message));
+    if (!all || record.$unknown !== undefined) {
+      const rest: Record<string, unknown> = { ...record };
+      for (const f of fields) rest[f.localName] = f.fieldKind === "list" ? [] : undefined;
+      parts.push(toBinary(schema, rest as unknown as Message));
+    }
     for (const f of fields) {
       const sub = f.message as DescMessage;
       const value = record[f.localName];

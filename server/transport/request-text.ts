@@ -11,6 +11,8 @@ const INVALID_UTF8_MARK = "\uD800";
 let configured = false;
 /** True only while `decodingRequest` runs: the one time invalid UTF-8 is marked. */
 let marking = false;
+/** Whether the decoding that `decodingRequest` runs marked any text. */
+let marked = false;
 
 /**
  * Start-up step: makes protobuf decoding of invalid UTF-8 in a request answerable with
@@ -40,6 +42,7 @@ export function configureUtf8Marking(): void {
       try {
         return strict.decode(bytes);
       } catch {
+        marked = true;
         return INVALID_UTF8_MARK + base.decodeUtf8(bytes, false);
       }
     },
@@ -48,17 +51,20 @@ export function configureUtf8Marking(): void {
 
 /**
  * Decodes one request message with `decode` (synchronous) and answers it, or throws
- * INVALID_ARGUMENT naming the first field whose text is not valid UTF-8.
+ * INVALID_ARGUMENT naming the first field whose text is not valid UTF-8. Only a
+ * decoding that marked some text is walked for the field to name: text decoded from
+ * valid UTF-8 never holds a lone surrogate, so an unmarked message is well-formed.
  */
 export function decodingRequest<T>(decode: () => T): T {
   marking = true;
+  marked = false;
   let message: T;
   try {
     message = decode();
   } finally {
     marking = false;
   }
-  assertWellFormed(message);
+  if (marked) assertWellFormed(message);
   return message;
 }
 

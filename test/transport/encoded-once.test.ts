@@ -49,6 +49,19 @@ test("a frozen message's bytes decode to the same message as toBinary's, and are
       encodeMessage(DismissSuggestionResponseSchema, dismiss),
     ),
   ).toEqual(dismiss);
+  // A message of message fields only is their parts alone, byte for byte toBinary's.
+  expect(Buffer.from(encodeMessage(DismissSuggestionResponseSchema, dismiss))).toEqual(
+    Buffer.from(toBinary(DismissSuggestionResponseSchema, dismiss)),
+  );
+  // ... unless it holds unknown fields, which are encoded with it.
+  const unknown = create(DismissSuggestionResponseSchema, { suggestion: first });
+  unknown.$unknown = [{ no: 9, wireType: 0, data: new Uint8Array([42]) }];
+  const kept = fromBinary(
+    DismissSuggestionResponseSchema,
+    encodeMessage(DismissSuggestionResponseSchema, unknown),
+  );
+  expect(kept.suggestion).toEqual(first);
+  expect(kept.$unknown?.map((u) => [u.no, [...u.data]])).toEqual([[9, [42]]]);
 });
 
 test("a message that is not frozen is encoded afresh, as toBinary encodes it", () => {
