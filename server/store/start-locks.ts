@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Cluster, Redis } from "ioredis";
 import { HeldStartLock } from "./held-start-lock.js";
@@ -20,9 +20,12 @@ export type LockTurn =
   | { readonly kind: "held"; readonly lock: HeldStartLock }
   | { readonly kind: StartResult | "lapsed" };
 
-/** A holder's random token: only the caller that set it may renew or release the lock. */
+/**
+ * A holder's random token (122 random bits): only the caller that set it may renew or
+ * release the lock. `randomUUID` draws from a buffered pool, not one draw per token.
+ */
 export function newLockToken(): string {
-  return randomBytes(16).toString("hex");
+  return randomUUID();
 }
 
 /** Waiting beyond the lock's expiry by this much lets the holder's message arrive first. */
