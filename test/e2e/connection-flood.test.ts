@@ -77,9 +77,14 @@ test("2,000 idle sockets under ulimit -n 1024: a connected client keeps succeedi
   await new Promise((r) => setTimeout(r, 1_500));
   const held = sockets.filter((s) => !s.destroyed).length;
   expect(held).toBeGreaterThan(500);
-  expect(held).toBeLessThan(1_024);
-  // The service itself holds them (prlimit runs it in its own process).
-  expect(socketsOf(service.child.pid as number)).toBeGreaterThan(baseline + 500);
+  // The service refused some: it closed them (it could not take 2,000 under its cap).
+  expect(held).toBeLessThan(FLOOD);
+  // The service itself holds them (prlimit runs it in its own process), within its cap.
+  // Counted on its side: a client's count also holds the sockets whose handshake a full
+  // accept queue dropped silently (see below), so it may pass 1,024.
+  const open = socketsOf(service.child.pid as number);
+  expect(open).toBeGreaterThan(baseline + 500);
+  expect(open).toBeLessThan(1_024);
 
   // While they are held: the connected client's calls all succeed, a newcomer is refused.
   for (let i = 0; i < 10; i++) {
