@@ -235,7 +235,30 @@ async function measureService(
     () => measureWorkspaceInbox(address, server.pid, redis.url),
   );
   await server.stop();
+  // Whenever the watchers' line is measured, its floor is too.
+  extra.fanoutFloor = await step(
+    "the same change on node:http2 alone (the fan-out's floor)",
+    () => measureFanoutFloor(redis, data.fanoutChat),
+    extra.fanout !== undefined,
+  );
   return rows;
+}
+
+/** The 1,000 watchers' run against bench/fanout-floor.ts, the service stopped. */
+async function measureFanoutFloor(redis: { url: string; pid: number }, sessionId: string) {
+  const port = await freePort();
+  const config = { port, redisUrl: redis.url, sessionId };
+  const floor = await startNode(
+    ["bench/fanout-floor.ts", JSON.stringify(config)],
+    {},
+    /listening on/,
+  );
+  try {
+    const watched = { server: floor.pid, redis: redis.pid };
+    return await measureFanout(`127.0.0.1:${port}`, watched, redis.url, sessionId, 1_000, 30);
+  } finally {
+    await floor.stop();
+  }
 }
 
 /** The mean server CPU per call of the noop rows: the unit of every ratio. */

@@ -17,6 +17,8 @@ export interface Extra {
     | undefined;
   startConcurrency?: StartConcurrencyFigures | undefined;
   fanout?: FanoutFigures | undefined;
+  /** The same run against node:http2 alone (bench/fanout-floor.ts). */
+  fanoutFloor?: FanoutFigures | undefined;
   watchers?: Record<string, unknown> | undefined;
   history?: HistoryBenchResult | undefined;
   tracingOff?: TracingOffResult | undefined;
@@ -68,10 +70,15 @@ function startLine(s: StartConcurrencyFigures): ExtraRow {
   };
 }
 
-function fanoutLine(f: FanoutFigures): ExtraRow {
+function fanoutLine(f: FanoutFigures, floor: FanoutFigures | undefined): ExtraRow {
+  const perMessage = floor?.serverCpuUsPerMessage ?? Number.NaN;
+  const floorText =
+    floor === undefined
+      ? ""
+      : `; node:http2 alone, the same changes and generator (bench/fanout-floor.ts): ${n1(perMessage)} µs, so the service is ${(f.serverCpuUsPerMessage / perMessage).toFixed(2)}× its floor`;
   return {
     measure: `a change reaching ${n0(f.watchers)} watchers of one chat`,
-    figure: `${n1(f.serverCpuUsPerMessage)} µs server CPU per delivered message (${n0(f.deliveredMessages)} messages of ${f.changes} changes; every watcher has it in ${n1(f.medianDeliveryMs)} ms median, ${n1(f.maxDeliveryMs)} ms worst; server ${f.serverCores.toFixed(2)}, generator ${f.generatorCores.toFixed(2)} core)`,
+    figure: `${n1(f.serverCpuUsPerMessage)} µs server CPU per delivered message (${n0(f.deliveredMessages)} messages of ${f.changes} changes; every watcher has it in ${n1(f.medianDeliveryMs)} ms median, ${n1(f.maxDeliveryMs)} ms worst; server ${f.serverCores.toFixed(2)}, generator ${f.generatorCores.toFixed(2)} core)${floorText}`,
     target: "≤ 10 µs per message",
     met: f.serverCpuUsPerMessage <= 10,
   };
@@ -127,7 +134,7 @@ export function extraRowsOf(extra: Extra, rows: readonly Row[], machineCores: nu
   return [
     ...suggestTaskLines(extra, rows, machineCores),
     ...(extra.startConcurrency === undefined ? [] : [startLine(extra.startConcurrency)]),
-    ...(extra.fanout === undefined ? [] : [fanoutLine(extra.fanout)]),
+    ...(extra.fanout === undefined ? [] : [fanoutLine(extra.fanout, extra.fanoutFloor)]),
     ...(extra.history === undefined ? [] : [historyLine(extra.history)]),
     ...(extra.watchers === undefined ? [] : [watchersLine(extra.watchers)]),
     ...(extra.tracingOff === undefined ? [] : [tracingOffLine(extra.tracingOff)]),
