@@ -58,7 +58,9 @@ async function main(): Promise<void> {
     config.authTokens.length === 0
       ? "no auth (AUTH_TOKENS unset): loopback only"
       : `bearer auth: ${config.authTokens.length} token(s)`,
-    `suggest-task listening on ${server.url} (gRPC, Connect and gRPC-Web; h2c and HTTP/1.1)`,
+    `suggest-task listening on ${server.url} (gRPC, Connect and gRPC-Web; ${
+      config.tlsCertFile === undefined ? "h2c and HTTP/1.1" : "HTTP/2 and HTTP/1.1 over TLS"
+    })`,
     privateRedis
       ? `private redis-server on ${privateRedis.url}, data in ${privateRedis.dir}`
       : `${parseRedisUrl(redisUrl).kind === "cluster" ? "Redis Cluster" : "Redis"} at ${redact(redisUrl)}`,

@@ -7,7 +7,13 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { SuggestServer } from "../../server/server.js";
 import { grpcJsClients, grpcJsStream, grpcJsUnary } from "../support/grpc-js.js";
-import { sharedRedisUrl, startTestServer, tempDir, uniqueId } from "../support/harness.js";
+import {
+  sharedRedisUrl,
+  spawnService,
+  startTestServer,
+  tempDir,
+  uniqueId,
+} from "../support/harness.js";
 import { rawGrpc } from "../support/raw-grpc.js";
 import { successText } from "../support/suggest.js";
 import { hasOpenssl, selfSignedCert } from "../support/tls-cert.js";
@@ -102,6 +108,26 @@ describe.skipIf(!hasOpenssl).each([
       expect(seen).toEqual([["Over TLS"], ["Over TLS", "Second over TLS"]]);
     } finally {
       js.close();
+    }
+  });
+});
+
+describe.skipIf(!hasOpenssl)("npm start with TLS_CERT_FILE and TLS_KEY_FILE", () => {
+  test("its start-up line says it serves HTTP/2 and HTTP/1.1 over TLS, at an https URL", async () => {
+    const dir = tempDir("tls-start");
+    const files = await selfSignedCert(dir.dir);
+    const service = await spawnService(sharedRedisUrl(), {
+      TLS_CERT_FILE: files.cert,
+      TLS_KEY_FILE: files.key,
+    });
+    try {
+      expect(service.output()).toMatch(
+        /suggest-task listening on https:\/\/127\.0\.0\.1:\d+ \(gRPC, Connect and gRPC-Web; HTTP\/2 and HTTP\/1\.1 over TLS\)/,
+      );
+      expect(service.output()).not.toContain("h2c");
+    } finally {
+      await service.kill("SIGTERM");
+      dir.remove();
     }
   });
 });
