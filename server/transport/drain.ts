@@ -61,10 +61,15 @@ export function followConnections(server: OnePortServer): ConnectionDrain {
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
   });
+  // HTTP/1.1 is served by its own server in cleartext, and over TLS by the TLS server's
+  // fallback, which keeps node's list of HTTP/1.1 connections too: an idle keep-alive
+  // connection closes at once, not at its 5 s timeout (test/e2e/tls-limits.test.ts).
+  const h1Server = (h1 ?? h2) as { closeIdleConnections?: () => void };
+  const closeIdleH1 = () => h1Server.closeIdleConnections?.();
   return {
     async drain({ graceMs, onStreamsClosing }) {
       const stopped = new Promise((resolve) => NetServer.prototype.close.call(tcp, resolve));
-      h1?.closeIdleConnections();
+      closeIdleH1();
       draining = true;
       for (const session of sessions) notice(session);
       const quietBy = Date.now() + graceMs / 2;
@@ -74,7 +79,7 @@ export function followConnections(server: OnePortServer): ConnectionDrain {
       onStreamsClosing();
       const deadline = Date.now() + graceMs;
       while (sockets.size > 0 && Date.now() < deadline) {
-        h1?.closeIdleConnections();
+        closeIdleH1();
         await delay(25);
       }
       for (const socket of sockets) socket.destroy();

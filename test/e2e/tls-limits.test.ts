@@ -109,6 +109,21 @@ describe.skipIf(!hasOpenssl)("client limits over TLS", () => {
     expect(result.closed).toBe(true);
   }, 10_000);
 
+  test("shutdown closes an HTTP/1.1 keep-alive connection over TLS idle after its request at once, not at its 5 s timeout", async () => {
+    const draining = await tlsServer({ ...LIMITS, shutdownGraceMs: 10_000 });
+    const socket = await secured("http/1.1", draining.port);
+    socket.write("GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n");
+    const answered = await new Promise<string>((resolve) =>
+      socket.once("data", (chunk: Buffer) => resolve(chunk.toString())),
+    );
+    expect(answered).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    const began = performance.now();
+    await draining.close();
+    await closed;
+    expect(performance.now() - began).toBeLessThan(2_000);
+  }, 15_000);
+
   test("an HTTP/2 session over TLS that opens no stream is closed after the idle-session timeout", async () => {
     expect(await closedWithin(http2.connect(server.url, { ca }), 3_000)).toBe(true);
   });
