@@ -17,8 +17,7 @@ import { sessionKeys } from "../server/store/keys.js";
 import { createRedisClient } from "../server/store/scripts.js";
 import { SuggestionStore } from "../server/store/suggestion-store.js";
 import { frameOf } from "../server/transport/grpc-wire.js";
-
-const PATH = "/oda.suggest.v1.SuggestionService/WatchSuggestions";
+import { WATCH_SUGGESTIONS_PATH } from "./grpc-frames.js";
 
 async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2] as string) as {
@@ -46,7 +45,7 @@ async function main(): Promise<void> {
 
   const server = http2.createServer({ settings: { maxConcurrentStreams: 1000 } });
   server.on("stream", (stream, headers) => {
-    if (headers[":path"] !== PATH) {
+    if (headers[":path"] !== WATCH_SUGGESTIONS_PATH) {
       stream.respond({ ":status": 404 }, { endStream: true });
       return;
     }

@@ -16,7 +16,7 @@ import {
 } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { createRedisClient } from "../server/store/scripts.js";
 import { SuggestionStore } from "../server/store/suggestion-store.js";
-import { requestFrame } from "./grpc-frames.js";
+import { requestFrame, WATCH_SUGGESTIONS_PATH } from "./grpc-frames.js";
 import { connectAll, streamCall } from "./h2-client.js";
 import { median } from "./stats.js";
 
@@ -35,7 +35,6 @@ interface Watcher {
   messages: number;
 }
 
-const PATH = "/oda.suggest.v1.SuggestionService/WatchSuggestions";
 /** Streams per connection: the service takes up to 1,000 on one. */
 const PER_CONNECTION = 250;
 
@@ -54,7 +53,7 @@ async function openWatchers(
     watchers.push(watcher);
     const session = connections[Math.floor(i / PER_CONNECTION)];
     if (session === undefined) throw new Error("no connection");
-    return streamCall(session, PATH, body, (message) => {
+    return streamCall(session, WATCH_SUGGESTIONS_PATH, body, (message) => {
       const lists = fromBinary(WatchSuggestionsResponseSchema, message);
       watcher.o9Open = lists.open.some((s) => s.id === "o9");
       watcher.messages++;

@@ -4,8 +4,17 @@
  * HTTP/2 data as it arrives. Pure functions; test/bench/grpc-frames.test.ts pins them.
  */
 import type { IncomingHttpHeaders } from "node:http2";
-import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethod, MessageInitShape } from "@bufbuild/protobuf";
+import { SuggestionService } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { frameOf } from "../server/transport/grpc-wire.js";
+
+/** A method's HTTP/2 path, `/package.Service/Method`, from its generated descriptor. */
+export function pathOf(method: DescMethod): string {
+  return `/${method.parent.typeName}/${method.name}`;
+}
+
+/** The path every watcher of the bench opens. */
+export const WATCH_SUGGESTIONS_PATH = pathOf(SuggestionService.method.watchSuggestions);
 
 /**
  * One request message in its gRPC frame (uncompressed flag, 4-byte big-endian length,

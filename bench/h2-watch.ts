@@ -5,6 +5,7 @@
  * has its message. Used by bench/h2-rows.ts.
  */
 import http2 from "node:http2";
+import { WATCH_SUGGESTIONS_PATH } from "./grpc-frames.js";
 import { cpuSeconds } from "./measure.js";
 
 const WATCHERS = Number(process.env.BENCH_WATCH_STREAMS ?? 1_000);
@@ -24,7 +25,7 @@ export async function watchCost(
     const s = sessions[i % 4] as http2.ClientHttp2Session;
     const req = s.request({
       ":method": "POST",
-      ":path": "/oda.suggest.v1.SuggestionService/WatchSuggestions",
+      ":path": WATCH_SUGGESTIONS_PATH,
       "content-type": "application/grpc",
       te: "trailers",
     });

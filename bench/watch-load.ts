@@ -16,6 +16,7 @@ import {
   WatchSuggestionsRequestSchema,
   WatchSuggestionsResponseSchema,
 } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
+import { WATCH_SUGGESTIONS_PATH } from "./grpc-frames.js";
 
 interface Config {
   address: string;
@@ -46,7 +47,7 @@ function openWatcher(i: number): void {
   list.push(watcher);
   watchersOf.set(sessionId, list);
   const stream = (clients[i % clients.length] as grpc.Client).makeServerStreamRequest(
-    "/oda.suggest.v1.SuggestionService/WatchSuggestions",
+    WATCH_SUGGESTIONS_PATH,
     (m: unknown) =>
       Buffer.from(
         toBinary(WatchSuggestionsRequestSchema, create(WatchSuggestionsRequestSchema, m as never)),

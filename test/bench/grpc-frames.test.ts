@@ -1,7 +1,25 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { GrpcFrameReader, grpcStatusOf, requestFrame } from "../../bench/grpc-frames.js";
-import { ListSuggestionsRequestSchema } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import {
+  GrpcFrameReader,
+  grpcStatusOf,
+  pathOf,
+  requestFrame,
+  WATCH_SUGGESTIONS_PATH,
+} from "../../bench/grpc-frames.js";
+import {
+  ListSuggestionsRequestSchema,
+  SuggestionService,
+} from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+
+describe("pathOf", () => {
+  it("is the gRPC path of a method: /package.Service/Method", () => {
+    expect(pathOf(SuggestionService.method.startSuggestion)).toBe(
+      "/oda.suggest.v1.SuggestionService/StartSuggestion",
+    );
+    expect(WATCH_SUGGESTIONS_PATH).toBe("/oda.suggest.v1.SuggestionService/WatchSuggestions");
+  });
+});
 
 describe("requestFrame", () => {
   it("prefixes the protobuf encoding with an uncompressed flag and its big-endian length", () => {
