@@ -1,3 +1,4 @@
+import type { Socket } from "node:net";
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
 import { clusterSubscriber } from "./cluster-subscriber.js";
 import { type ClusterSeed, parseRedisUrl } from "./redis-url.js";
@@ -10,12 +11,14 @@ export type RedisClient = Redis | Cluster;
  * fails after one reconnection attempt (and the handler answers UNAVAILABLE) instead of
  * waiting in the offline queue. Commands that were sent but not answered are re-sent
  * after a reconnect (ioredis's default); every script is idempotent for that reason.
+ * No auto-pipelining: the connection's writes are batched per event-loop turn instead
+ * (`batchWritesPerTurn`).
  */
 export const defaultRedisOptions: Readonly<RedisOptions> = Object.freeze({
   maxRetriesPerRequest: 1,
   connectTimeout: 2_000,
   commandTimeout: 5_000,
-  enableAutoPipelining: true,
+  enableAutoPipelining: false,
 });
 
 /**
@@ -32,7 +35,7 @@ export const defaultClusterOptions: Readonly<ClusterOptions> = Object.freeze({
     connectTimeout: 2_000,
     commandTimeout: 5_000,
   }),
-  enableAutoPipelining: true,
+  enableAutoPipelining: false,
   maxRedirections: 16,
   retryDelayOnFailover: 100,
   retryDelayOnClusterDown: 100,
@@ -52,7 +55,9 @@ const clusterSeeds = new WeakMap<Cluster, readonly ClusterSeed[]>();
 export function connectRedis(url: string): RedisClient {
   const target = parseRedisUrl(url);
   if (target.kind === "single") {
-    return new Redis(url, { ...defaultRedisOptions });
+    const client = new Redis(url, { ...defaultRedisOptions });
+    batchWritesPerTurn(client);
+    return client;
   }
   const client = new Cluster(
     target.seeds.map((s) => ({ ...s })),
@@ -66,9 +71,44 @@ export function connectRedis(url: string): RedisClient {
       },
     },
   );
+  client.on("+node", (node: Redis) => batchWritesPerTurn(node));
   holdCallsOnlyUntilReady(client);
   clusterSeeds.set(client, target.seeds);
   return client;
+}
+
+/**
+ * Every connection of `client`, the first and each after a reconnection, writes the
+ * commands of one event-loop turn together: its socket is corked at the turn's first
+ * write and uncorked once the turn's I/O is done (`setImmediate`), so the turn's commands
+ * leave in one `writev`. ioredis's auto-pipelining batches the same way but sends a
+ * connection's next batch only once Redis has answered the last one, so with
+ * `appendfsync always` every call waited for the fsync of the batch before its own;
+ * here the batches follow one another and Redis answers each as it comes. Measured with
+ * `npm run bench` (docs/performance.md): more calls a second for less CPU each in the
+ * read, offer and settle rows. Order is kept (a cork only holds writes back), and the
+ * commands a turn writes after the socket closed are ioredis's to retry, as before.
+ * Pinned by test/redis/write-batching.test.ts.
+ */
+export function batchWritesPerTurn(client: Redis): void {
+  client.on("connect", () => corkEachTurn(client.stream as Socket));
+}
+
+function corkEachTurn(socket: Socket): void {
+  const write = socket.write;
+  let corked = false;
+  const uncork = () => {
+    corked = false;
+    socket.uncork();
+  };
+  socket.write = function (this: Socket, ...args: Parameters<Socket["write"]>) {
+    if (!corked) {
+      corked = true;
+      socket.cork();
+      setImmediate(uncork);
+    }
+    return write.apply(this, args);
+  } as Socket["write"];
 }
 
 /**

@@ -1,0 +1,97 @@
+import type { Socket } from "node:net";
+import type { Redis } from "ioredis";
+import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { connectRedis } from "../../server/redis/redis-client.js";
+import { eventually, ownRedis, uniqueId } from "../support/harness.js";
+
+// A Redis of this file's own: one test keeps it busy for a moment.
+let server: Awaited<ReturnType<typeof ownRedis>>;
+beforeAll(async () => {
+  server = await ownRedis();
+});
+afterAll(async () => {
+  await server.stop();
+  server.remove();
+});
+
+const clients: Redis[] = [];
+afterEach(() => {
+  for (const c of clients.splice(0)) c.disconnect();
+});
+
+/** A client of this file's Redis as the service makes it, ready. */
+async function client(): Promise<Redis> {
+  const redis = connectRedis(server.url) as Redis;
+  clients.push(redis);
+  await redis.ping();
+  return redis;
+}
+
+/** Counts the writes that reach the socket's own write functions (after any cork). */
+function countWrites(socket: Socket): { writes: number } {
+  const counter = { writes: 0 };
+  const internals = socket as unknown as {
+    _write: (...a: unknown[]) => void;
+    _writev: (...a: unknown[]) => void;
+  };
+  for (const name of ["_write", "_writev"] as const) {
+    const original = internals[name];
+    internals[name] = function (this: unknown, ...args: unknown[]) {
+      counter.writes++;
+      return original.apply(this, args);
+    };
+  }
+  return counter;
+}
+
+test("the commands of one turn leave in one write, in order, each answered", async () => {
+  const redis = await client();
+  const key = uniqueId("batch");
+  const counter = countWrites(redis.stream as Socket);
+  const replies = await Promise.all(
+    Array.from({ length: 50 }, (_, i) => redis.rpush(key, String(i))),
+  );
+  expect(counter.writes).toBe(1);
+  expect(replies).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+  expect(await redis.lrange(key, 0, -1)).toEqual(Array.from({ length: 50 }, (_, i) => String(i)));
+  await redis.del(key);
+});
+
+test("a turn's commands after a reconnection leave in one write too", async () => {
+  const redis = await client();
+  const first = redis.stream;
+  const id = await redis.client("ID");
+  const killer = await client();
+  await killer.client("KILL", "ID", String(id));
+  await eventually(async () => redis.status === "ready" && redis.stream !== first);
+  const counter = countWrites(redis.stream as Socket);
+  const replies = await Promise.all(Array.from({ length: 20 }, () => redis.ping()));
+  expect(replies).toEqual(Array.from({ length: 20 }, () => "PONG"));
+  expect(counter.writes).toBe(1);
+});
+
+/** A script that keeps Redis busy for about 300 ms. */
+const BUSY = `local t = redis.call('TIME')
+local until_us = t[1] * 1000000 + t[2] + 300000
+repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] >= until_us
+return 1`;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+test("a turn's commands go out while an earlier turn's are still unanswered", async () => {
+  const redis = await client();
+  const counter = countWrites(redis.stream as Socket);
+  let slowDone = false;
+  const slow = redis.eval(BUSY, 0).then((v) => {
+    slowDone = true;
+    return v;
+  });
+  await sleep(50);
+  const fast = redis.ping();
+  await sleep(50);
+  // ioredis's auto-pipelining would hold the PING back until the script's answer.
+  expect(slowDone).toBe(false);
+  expect(counter.writes).toBe(2);
+  expect(await slow).toBe(1);
+  expect(await fast).toBe("PONG");
+});
