@@ -1,10 +1,10 @@
 /**
- * Ad-hoc rows for issue 16, until the h2load-driven `npm run bench` lands: server CPU per
- * call of the read and settle RPCs against the grpc-js noop, in one run, with h2load
- * (Debian `nghttp2-client`) where one body serves and a lean node:http2 loop where each
- * call needs its own. `BENCH_ROOTS` (comma-separated checkouts of this repository,
- * default `.`) serves each one's compiled server (`builtService`) in turn, so a before/after comparison
- * is one run.
+ * Rows of the read and settle RPCs alone, beside `npm run bench`: server CPU per call
+ * against the grpc-js noop, in one run, with h2load (Debian `nghttp2-client`) where one
+ * body serves and a lean loop of framed calls (bench/h2-frames.ts) where each call needs
+ * its own. `BENCH_ROOTS` (comma-separated checkouts of this repository, default `.`)
+ * serves each one's compiled server (`builtService`) in turn, so a before/after
+ * comparison is one run.
  *
  *   node --import tsx bench/h2-rows.ts
  */
@@ -28,7 +28,8 @@ import { freePort, startRedisServer } from "../server/redis/redis-server-process
 import { createRedisClient } from "../server/store/scripts.js";
 import { SuggestionStore } from "../server/store/suggestion-store.js";
 import { measureStartConcurrency } from "./extras.js";
-import { frame, h2load, h2loadBurst, once, sequences } from "./h2-runners.js";
+import { requestFrame } from "./grpc-frames.js";
+import { h2load, h2loadBurst, once, sequences } from "./h2-runners.js";
 import { watchCost } from "./h2-watch.js";
 import { builtService, startNode } from "./measure.js";
 
@@ -128,7 +129,7 @@ async function main() {
   const noopRow = await h2load(
     noopPort,
     "/grpc.health.v1.Health/Check",
-    frame(ListSuggestionsRequestSchema, {}),
+    requestFrame(ListSuggestionsRequestSchema, {}),
     noop.pid,
   );
   await noop.stop();
@@ -145,7 +146,7 @@ async function main() {
     const get = await h2load(
       port,
       `${SVC}/GetSuggestion`,
-      frame(GetSuggestionRequestSchema, {
+      requestFrame(GetSuggestionRequestSchema, {
         sessionId: c0.sessionId,
         suggestionId: c0.open[0] as string,
       }),
@@ -155,7 +156,7 @@ async function main() {
     const list = await h2load(
       port,
       `${SVC}/ListSuggestions`,
-      frame(ListSuggestionsRequestSchema, { sessionId: c0.sessionId }),
+      requestFrame(ListSuggestionsRequestSchema, { sessionId: c0.sessionId }),
       server.pid,
     );
     rows.push([`ListSuggestions unchanged${tag}`, list.cpuUs]);
@@ -163,8 +164,8 @@ async function main() {
       const chat = chats[slot] as (typeof chats)[number];
       const ids = { sessionId: chat.sessionId, suggestionId: chat.open[0] as string };
       return [
-        [`${SVC}/DismissSuggestion`, frame(DismissSuggestionRequestSchema, ids)],
-        [`${SVC}/RestoreSuggestion`, frame(RestoreSuggestionRequestSchema, ids)],
+        [`${SVC}/DismissSuggestion`, requestFrame(DismissSuggestionRequestSchema, ids)],
+        [`${SVC}/RestoreSuggestion`, requestFrame(RestoreSuggestionRequestSchema, ids)],
       ];
     };
     const settle = await sequences(port, settleSteps, server.pid);
@@ -175,7 +176,7 @@ async function main() {
         const [d, r] = settleSteps(slot) as [[string, Buffer], [string, Buffer]];
         const l: [string, Buffer] = [
           `${SVC}/ListSuggestions`,
-          frame(ListSuggestionsRequestSchema, {
+          requestFrame(ListSuggestionsRequestSchema, {
             sessionId: (chats[slot] as (typeof chats)[number]).sessionId,
           }),
         ];
@@ -188,7 +189,7 @@ async function main() {
     const offers = slots(fresh.get(root) ?? []).map((ids) =>
       ids.map((sessionId, i): [string, Buffer] => [
         `${SVC}/SuggestTask`,
-        frame(SuggestTaskRequestSchema, {
+        requestFrame(SuggestTaskRequestSchema, {
           context: { sessionId, turnId: `t${i}`, role: AgentRole.TOP_LEVEL, toolCallId: "" },
           args: { title: "Bench offer", tldr: "Worth it", brief: "Do it." },
         }),
@@ -199,7 +200,7 @@ async function main() {
     const starts = slots(toStart.get(root) ?? []).map((pairs) =>
       pairs.map(([sessionId, suggestionId]): [string, Buffer] => [
         `${SVC}/StartSuggestion`,
-        frame(StartSuggestionRequestSchema, { sessionId, suggestionId }),
+        requestFrame(StartSuggestionRequestSchema, { sessionId, suggestionId }),
       ]),
     );
     const start = await once(port, starts, server.pid);
@@ -210,7 +211,7 @@ async function main() {
     const watch = await watchCost(
       port,
       server.pid,
-      frame(WatchSuggestionsRequestSchema, { sessionId: watched.sessionId }),
+      requestFrame(WatchSuggestionsRequestSchema, { sessionId: watched.sessionId }),
       async (i) => {
         if (i % 2 === 0) await store.settle(ids.sessionId, ids.suggestionId, "dismissed");
         else await store.settle(ids.sessionId, ids.suggestionId, "restored");
@@ -226,7 +227,7 @@ async function main() {
       h2loadBurst(
         port,
         `${SVC}/StartSuggestion`,
-        frame(StartSuggestionRequestSchema, { sessionId: pair[0], suggestionId: pair[1] }),
+        requestFrame(StartSuggestionRequestSchema, { sessionId: pair[0], suggestionId: pair[1] }),
         n,
       );
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;

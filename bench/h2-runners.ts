@@ -1,25 +1,15 @@
-/** The load runners of bench/h2-rows.ts: h2load, and lean node:http2 loops. */
+/** The load runners of bench/h2-rows.ts: h2load, and lean loops of framed calls (h2-frames.ts). */
 import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import http2 from "node:http2";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { create, type DescMessage, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import { FramedGrpcConnection } from "./h2-frames.js";
 import { cpuSeconds } from "./measure.js";
 
 const run = promisify(execFile);
 export const WARMUP_S = 2;
 export const WINDOW_S = Number(process.env.BENCH_WINDOW_S ?? 6);
-
-/** A gRPC request frame. */
-export function frame<S extends DescMessage>(schema: S, init: MessageInitShape<S>): Buffer {
-  const bytes = toBinary(schema, create(schema, init));
-  const out = Buffer.alloc(5 + bytes.length);
-  out.writeUInt32BE(bytes.length, 1);
-  out.set(bytes, 5);
-  return out;
-}
 
 /** One h2load run: calls/s and server CPU µs per call over the window. */
 export async function h2load(port: number, path: string, body: Buffer, pid: number) {
@@ -42,26 +32,17 @@ export async function h2load(port: number, path: string, body: Buffer, pid: numb
   return { callsPerSecond: done / WINDOW_S, cpuUs: ((after - before) / done) * 1e6 };
 }
 
-/** One unary gRPC call on a raw HTTP/2 session; rejects unless its status is OK. */
-function call(s: http2.ClientHttp2Session, path: string, body: Buffer): Promise<void> {
-  return new Promise<void>((ok, fail) => {
-    const req = s.request({
-      ":method": "POST",
-      ":path": path,
-      "content-type": "application/grpc",
-      te: "trailers",
-    });
-    req.on("trailers", (t) =>
-      t["grpc-status"] === "0" ? ok() : fail(new Error(String(t["grpc-message"]))),
-    );
-    req.on("response", (h) => {
-      if (h["grpc-status"] !== undefined && h["grpc-status"] !== "0")
-        fail(new Error(String(h["grpc-message"])));
-    });
-    req.on("data", () => {});
-    req.on("error", fail);
-    req.end(body);
-  });
+/** One unary gRPC call; rejects unless its status is OK. */
+async function call(c: FramedGrpcConnection, path: string, body: Buffer): Promise<void> {
+  const answer = await c.call(path, body);
+  if (answer.status !== 0) throw new Error(answer.error);
+}
+
+/** The bench's four connections to the service on `port`. */
+function connectFour(port: number): Promise<FramedGrpcConnection[]> {
+  return Promise.all(
+    Array.from({ length: 4 }, () => FramedGrpcConnection.connect(`127.0.0.1:${port}`)),
+  );
 }
 
 /** 64 loops, each running its own sequence of calls in order, for the window. */
@@ -70,13 +51,13 @@ export async function sequences(
   steps: (slot: number) => [string, Buffer][],
   pid: number,
 ) {
-  const sessions = Array.from({ length: 4 }, () => http2.connect(`http://127.0.0.1:${port}`));
+  const sessions = await connectFour(port);
   let counting = false;
   let stop = false;
   const counts = new Map<string, number>();
   const loops = Array.from({ length: 64 }, async (_, slot) => {
     const seq = steps(slot);
-    const s = sessions[slot % 4] as http2.ClientHttp2Session;
+    const s = sessions[slot % 4] as FramedGrpcConnection;
     while (!stop) {
       for (const [path, body] of seq) {
         await call(s, path, body);
@@ -99,14 +80,14 @@ export async function sequences(
 
 /** 64 loops, each through its own list of calls once: CPU µs per call over the whole run. */
 export async function once(port: number, lists: [string, Buffer][][], pid: number) {
-  const sessions = Array.from({ length: 4 }, () => http2.connect(`http://127.0.0.1:${port}`));
+  const sessions = await connectFour(port);
   const before = cpuSeconds(pid);
   const began = performance.now();
   let calls = 0;
   await Promise.all(
     lists.map(async (list, slot) => {
       for (const [path, body] of list) {
-        await call(sessions[slot % 4] as http2.ClientHttp2Session, path, body);
+        await call(sessions[slot % 4] as FramedGrpcConnection, path, body);
         calls++;
       }
     }),

@@ -1,8 +1,9 @@
 /**
  * The lean load generator, in a process of its own, for calls that each need their own
- * body (h2load posts one body over and over): raw `node:http2`, every request encoded
- * with protobuf-es before the warm-up begins, a fixed number of connections and calls
- * in flight on each, a warm-up, then a fixed window. It prints `window-start` and
+ * body (h2load posts one body over and over): HTTP/2 frames written on a node:net socket
+ * (bench/h2-frames.ts), every request encoded with protobuf-es before the warm-up
+ * begins, a fixed number of connections and calls in flight on each, a warm-up, then a
+ * fixed window. It prints `window-start` and
  * `window-end` the moment each happens (the runner reads the CPU of the server, of
  * Redis and of this process then) and, last, one JSON line with the window's results.
  * A window also ends when the prepared bodies run out; the result says when.
@@ -10,7 +11,6 @@
  *   node --import tsx bench/load.ts <file holding a LoadConfig as JSON>
  */
 import { readFileSync } from "node:fs";
-import type { ClientHttp2Session } from "node:http2";
 import { fromBinary } from "@bufbuild/protobuf";
 import { AgentRole } from "../gen/oda/suggest/v1/suggestion_pb.js";
 import {
@@ -25,7 +25,8 @@ import {
 import { createRedisClient } from "../server/store/scripts.js";
 import { SuggestionStore } from "../server/store/suggestion-store.js";
 import { requestFrame } from "./grpc-frames.js";
-import { connectAll, type UnaryAnswer, unaryCall } from "./h2-client.js";
+import type { UnaryAnswer } from "./h2-client.js";
+import { FramedGrpcConnection } from "./h2-frames.js";
 import { latencyOf } from "./stats.js";
 
 /** What one load run does. */
@@ -197,13 +198,13 @@ interface Run {
 }
 
 /** One step of a slot; a call is counted (its latency, or its failure) while measuring. */
-async function runStep(step: Step, session: ClientHttp2Session, run: Run): Promise<void> {
+async function runStep(step: Step, session: FramedGrpcConnection, run: Run): Promise<void> {
   let error: string | undefined;
   if ("change" in step) {
     error = await step.change();
   } else {
     const began = performance.now();
-    const answer = await unaryCall(session, step.path, step.body);
+    const answer = await session.call(step.path, step.body);
     error = answer.error ?? step.check?.(answer);
     if (error === undefined && run.measuring) run.latencies.push(performance.now() - began);
   }
@@ -214,7 +215,7 @@ async function runStep(step: Step, session: ClientHttp2Session, run: Run): Promi
 }
 
 /** One slot: the source's chains in turn, until the run stops or the source is used up. */
-async function runSlot(s: number, session: ClientHttp2Session, source: Source, run: Run) {
+async function runSlot(s: number, session: FramedGrpcConnection, source: Source, run: Run) {
   while (!run.stopped) {
     const chain = source(s);
     if (chain === undefined) {
@@ -233,7 +234,7 @@ async function runSlot(s: number, session: ClientHttp2Session, source: Source, r
 async function drive(
   config: LoadConfig,
   source: Source,
-  sessions: readonly ClientHttp2Session[],
+  sessions: readonly FramedGrpcConnection[],
 ): Promise<LoadResult> {
   const run: Run = {
     measuring: false,
@@ -245,7 +246,7 @@ async function drive(
   };
   const slots = Promise.all(
     Array.from({ length: config.connections * config.inFlight }, (_, s) =>
-      runSlot(s, sessions[s % sessions.length] as ClientHttp2Session, source, run),
+      runSlot(s, sessions[s % sessions.length] as FramedGrpcConnection, source, run),
     ),
   );
   await Promise.race([sleep(config.warmupMs), slots]);
@@ -272,7 +273,9 @@ async function drive(
 async function main(): Promise<void> {
   const config = JSON.parse(readFileSync(process.argv[2] as string, "utf8")) as LoadConfig;
   const source = sourceOf(config);
-  const sessions = await connectAll(config.address, config.connections);
+  const sessions = await Promise.all(
+    Array.from({ length: config.connections }, () => FramedGrpcConnection.connect(config.address)),
+  );
   const result = await drive(config, source, sessions);
   for (const session of sessions) session.close();
   console.log(JSON.stringify(result));

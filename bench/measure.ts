@@ -28,6 +28,20 @@ export function machineBusySeconds(): number {
   return busy / TICKS_PER_SECOND;
 }
 
+/**
+ * Seconds in which at least one task of the machine waited for a core (`cpu`) or for
+ * I/O, an fsync for instance (`io`), so far: the "some" total of Linux's pressure stall
+ * information (/proc/pressure); NaN where the kernel has none.
+ */
+export function stallSeconds(kind: "cpu" | "io"): number {
+  try {
+    const text = readFileSync(`/proc/pressure/${kind}`, "utf8");
+    return Number(/^some .*total=(\d+)/m.exec(text)?.[1] ?? Number.NaN) / 1e6;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /** Resident memory of a process, in MB. */
 export function rssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
@@ -93,11 +107,16 @@ export interface CpuSample {
 }
 
 /**
- * Reads the CPU seconds of every named process now, and of the whole machine as
- * `machine`; a process gone reads as NaN.
+ * Reads the CPU seconds of every named process now, of the whole machine as `machine`,
+ * and the machine's stall seconds as `stall:cpu` and `stall:io`; a process gone reads
+ * as NaN.
  */
 export function sampleCpu(pids: Readonly<Record<string, number>>): CpuSample {
-  const cpu: Record<string, number> = { machine: machineBusySeconds() };
+  const cpu: Record<string, number> = {
+    machine: machineBusySeconds(),
+    "stall:cpu": stallSeconds("cpu"),
+    "stall:io": stallSeconds("io"),
+  };
   for (const [name, pid] of Object.entries(pids)) {
     try {
       cpu[name] = cpuSeconds(pid);

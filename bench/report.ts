@@ -9,7 +9,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 /** One measured load window. */
 export interface Row {
   readonly scenario: string;
-  /** `h2load` (one body posted over and over) or `node:http2` (bench/load.ts). */
+  /** `h2load` (one body posted over and over) or `frames` (bench/load.ts). */
   readonly generator: string;
   readonly calls: number;
   readonly errors: number;
@@ -26,6 +26,9 @@ export interface Row {
     readonly generator: number;
     readonly redis: number;
     readonly machine: number;
+    /** Shares of the window in which some task waited for a core, or for I/O (PSI). */
+    readonly cpuStall?: number;
+    readonly ioStall?: number;
   };
   /** Whether each call appends to the AOF (its floor is then the disk's). */
   readonly writes: boolean;
@@ -93,6 +96,17 @@ function tableLine(cells: readonly string[]): string {
   return `| ${cells.join(" | ")} |`;
 }
 
+/**
+ * A row's cores, and, where the kernel tells (PSI), how much of the window some task of
+ * the machine waited for a core or for I/O: what "waiting" waited for.
+ */
+export function coresText(c: Row["cores"]): string {
+  const cores = `cores: server ${fixed(c.server, 2)}, generator ${fixed(c.generator, 2)}, Redis ${fixed(c.redis, 2)}, machine ${fixed(c.machine, 2)}`;
+  const percent = (share: number | undefined) => `${fixed((share ?? Number.NaN) * 100, 0)} %`;
+  if (!Number.isFinite(c.cpuStall) && !Number.isFinite(c.ioStall)) return cores;
+  return `${cores}; a task waited for a core ${percent(c.cpuStall)} of the window, for I/O ${percent(c.ioStall)}`;
+}
+
 /** Everything one run measured. */
 export interface Report {
   readonly machine: string;
@@ -119,8 +133,7 @@ function rowLines(report: Report): string[] {
         ? { diskFloorPerSecond: report.diskFloorAt64PerSecond }
         : {}),
     });
-    const c = r.cores;
-    const cores = `cores: server ${fixed(c.server, 2)}, generator ${fixed(c.generator, 2)}, Redis ${fixed(c.redis, 2)}, machine ${fixed(c.machine, 2)}`;
+    const cores = coresText(r.cores);
     const remarks = [
       r.note,
       r.errors > 0 ? `${r.errors} errors: ${r.firstError ?? "?"}` : undefined,

@@ -1,6 +1,6 @@
 /**
  * One measured window per function: h2load where one request body serves, the lean
- * node:http2 generator (bench/load.ts) where each call needs its own. Both generators
+ * generator (bench/load.ts, HTTP/2 frames on node:net) where each call needs its own. Both generators
  * run in processes of their own; the server's, Redis's and the generator's CPU are
  * read from /proc/<pid>/stat the moment the generator opens and closes its window.
  */
@@ -60,6 +60,8 @@ function rowOf(
       generator: cpu.cores.generator ?? Number.NaN,
       redis: cpu.cores.redis ?? Number.NaN,
       machine: cpu.cores.machine ?? Number.NaN,
+      cpuStall: cpu.cores["stall:cpu"] ?? Number.NaN,
+      ioStall: cpu.cores["stall:io"] ?? Number.NaN,
     },
   };
 }
@@ -155,7 +157,7 @@ export async function nodeRow(
       : undefined;
     return rowOf(
       { ...spec },
-      "node:http2",
+      "frames",
       {
         calls: result.calls,
         errors: result.errors,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { limitOf } from "../../bench/report.js";
+import { coresText, limitOf } from "../../bench/report.js";
 
 const cores = (server: number, generator: number, redis: number, machine: number) => ({
   server,
@@ -30,5 +30,16 @@ describe("limitOf", () => {
       limitOf({ cores: quiet, machineCores: 2, writesPerSecond: 300, diskFloorPerSecond: 1_000 }),
     ).toBe("waiting (no process near a core)");
     expect(limitOf({ cores: quiet, machineCores: 2 })).toBe("waiting (no process near a core)");
+  });
+});
+
+describe("coresText", () => {
+  it("says the stalls of the window beside the cores where the kernel measured them", () => {
+    expect(coresText({ ...cores(0.82, 0.09, 0.38, 1.39), cpuStall: 0.223, ioStall: 0.04 })).toBe(
+      "cores: server 0.82, generator 0.09, Redis 0.38, machine 1.39; a task waited for a core 22 % of the window, for I/O 4 %",
+    );
+    expect(coresText({ ...cores(1, 0.1, 0, 1.2), cpuStall: Number.NaN, ioStall: Number.NaN })).toBe(
+      "cores: server 1.00, generator 0.10, Redis 0.00, machine 1.20",
+    );
   });
 });
