@@ -91,6 +91,16 @@ export function requestHeaderBlock(authority: string, path: string): Buffer {
   ]);
 }
 
+/**
+ * A failed answer, given in a later turn of the event loop: a loop of calls that all
+ * fail at once (a lost connection) still lets timers, such as the window's end, run.
+ */
+function failedLater(error: string): Promise<UnaryAnswer> {
+  return new Promise((resolve) =>
+    setImmediate(resolve, { status: -1, message: Buffer.alloc(0), error }),
+  );
+}
+
 /** One call in flight: its message so far and how to answer it. */
 interface Pending {
   readonly reader: GrpcFrameReader;
@@ -149,9 +159,7 @@ export class FramedGrpcConnection {
 
   /** One unary call of a pre-framed body (bench/grpc-frames.ts); never rejects. */
   call(path: string, body: Buffer): Promise<UnaryAnswer> {
-    if (this.#failure !== undefined) {
-      return Promise.resolve({ status: -1, message: Buffer.alloc(0), error: this.#failure });
-    }
+    if (this.#failure !== undefined) return failedLater(this.#failure);
     let block = this.#blocks.get(path);
     if (block === undefined) {
       block = requestHeaderBlock(this.#authority, path);
@@ -172,11 +180,7 @@ export class FramedGrpcConnection {
     bytes.writeUInt32BE(stream, data + 5);
     body.copy(bytes, data + 9);
     if (body.length > this.#streamWindow) {
-      return Promise.resolve({
-        status: -1,
-        message: Buffer.alloc(0),
-        error: "the body is larger than the server's stream window",
-      });
+      return failedLater("the body is larger than the server's stream window");
     }
     return new Promise((resolve) => {
       this.#pending.set(stream, {

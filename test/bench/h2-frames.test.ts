@@ -118,6 +118,15 @@ describe("FramedGrpcConnection", () => {
     expect(answer.error).toMatch(/^the (connection (closed|failed)|server sent GOAWAY)/);
     const later = await connection.call("/a/b", grpcFrame(Buffer.alloc(0)));
     expect(later.error).toBe(answer.error);
+    // A loop of such calls still lets a timer run: each answer comes in a later turn.
+    let timerRan = false;
+    setTimeout(() => {
+      timerRan = true;
+    }, 0);
+    for (let calls = 0; !timerRan && calls < 100_000; calls++) {
+      await connection.call("/a/b", grpcFrame(Buffer.alloc(0)));
+    }
+    expect(timerRan).toBe(true);
   });
 });
 
