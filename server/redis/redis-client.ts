@@ -85,8 +85,8 @@ export function connectRedis(url: string): RedisClient {
  * connection's next batch only once Redis has answered the last one, so with
  * `appendfsync always` every call waited for the fsync of the batch before its own;
  * here the batches follow one another and Redis answers each as it comes. Measured with
- * `npm run bench` (docs/performance.md): more calls a second for less CPU each in the
- * read, offer and settle rows. Order is kept (a cork only holds writes back), and the
+ * `npm run bench` (docs/performance.md): Get and SuggestTask made more calls a second
+ * for less CPU each; settle and Start moved within the noise. Order is kept (a cork only holds writes back), and the
  * commands a turn writes after the socket closed are ioredis's to retry, as before.
  * Pinned by test/redis/write-batching.test.ts.
  */

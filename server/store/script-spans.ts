@@ -68,8 +68,8 @@ export function traceScript(client: Redis | Cluster, name: string): void {
     },
   };
   target[name] = function tracedScript(this: unknown, ...args: unknown[]) {
-    // ioredis copies the method onto every pipeline and MULTI (and onto the one it uses
-    // for auto-pipelining); there it queues the command and answers the pipeline.
+    // ioredis copies the method onto every pipeline and MULTI; there it queues the
+    // command and answers the pipeline.
     if (this !== client) return command.apply(this, args);
     return inClientSpan(spec, () => command.apply(this, args));
   };

@@ -3,6 +3,7 @@ import type { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
 import { connectRedis } from "../../server/redis/redis-client.js";
 import { eventually, ownRedis, uniqueId } from "../support/harness.js";
+import { countWrites } from "../support/socket-writes.js";
 
 // A Redis of this file's own: one test keeps it busy for a moment.
 let server: Awaited<ReturnType<typeof ownRedis>>;
@@ -25,23 +26,6 @@ async function client(): Promise<Redis> {
   clients.push(redis);
   await redis.ping();
   return redis;
-}
-
-/** Counts the writes that reach the socket's own write functions (after any cork). */
-function countWrites(socket: Socket): { writes: number } {
-  const counter = { writes: 0 };
-  const internals = socket as unknown as {
-    _write: (...a: unknown[]) => void;
-    _writev: (...a: unknown[]) => void;
-  };
-  for (const name of ["_write", "_writev"] as const) {
-    const original = internals[name];
-    internals[name] = function (this: unknown, ...args: unknown[]) {
-      counter.writes++;
-      return original.apply(this, args);
-    };
-  }
-  return counter;
 }
 
 test("the commands of one turn leave in one write, in order, each answered", async () => {
@@ -70,9 +54,9 @@ test("a turn's commands after a reconnection leave in one write too", async () =
   expect(counter.writes).toBe(1);
 });
 
-/** A script that keeps Redis busy for about 300 ms. */
+/** A script that keeps Redis busy for about a second. */
 const BUSY = `local t = redis.call('TIME')
-local until_us = t[1] * 1000000 + t[2] + 300000
+local until_us = t[1] * 1000000 + t[2] + 1000000
 repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] >= until_us
 return 1`;
 
