@@ -29,9 +29,9 @@ export function machineBusySeconds(): number {
 }
 
 /**
- * Seconds in which at least one task of the machine waited for a core (`cpu`) or for
- * I/O, an fsync for instance (`io`), so far: the "some" total of Linux's pressure stall
- * information (/proc/pressure); NaN where the kernel has none.
+ * The "some" stall seconds so far of Linux's pressure stall information
+ * (/proc/pressure) for CPU (tasks waiting for a core) or I/O (an fsync, for instance):
+ * machine-wide, averaged over the cores; NaN where the kernel has none.
  */
 export function stallSeconds(kind: "cpu" | "io"): number {
   try {

@@ -26,7 +26,7 @@ export interface Row {
     readonly generator: number;
     readonly redis: number;
     readonly machine: number;
-    /** Shares of the window in which some task waited for a core, or for I/O (PSI). */
+    /** The window's PSI "some" shares for CPU and for I/O (`coresText`). */
     readonly cpuStall?: number;
     readonly ioStall?: number;
   };
@@ -97,14 +97,16 @@ function tableLine(cells: readonly string[]): string {
 }
 
 /**
- * A row's cores, and, where the kernel tells (PSI), how much of the window some task of
- * the machine waited for a core or for I/O: what "waiting" waited for.
+ * A row's cores, and, where the kernel keeps pressure stall information, its "some"
+ * shares of the window for CPU and I/O: machine-wide, averaged over the cores (so on 2
+ * cores 15 % may be one core with a task waiting 30 % of the time), and counting every
+ * process of the machine. What "waiting" waited for: cores, or I/O such as the fsync.
  */
 export function coresText(c: Row["cores"]): string {
   const cores = `cores: server ${fixed(c.server, 2)}, generator ${fixed(c.generator, 2)}, Redis ${fixed(c.redis, 2)}, machine ${fixed(c.machine, 2)}`;
   const percent = (share: number | undefined) => `${fixed((share ?? Number.NaN) * 100, 0)} %`;
   if (!Number.isFinite(c.cpuStall) && !Number.isFinite(c.ioStall)) return cores;
-  return `${cores}; a task waited for a core ${percent(c.cpuStall)} of the window, for I/O ${percent(c.ioStall)}`;
+  return `${cores}; PSI some: CPU ${percent(c.cpuStall)}, I/O ${percent(c.ioStall)}`;
 }
 
 /** Everything one run measured. */

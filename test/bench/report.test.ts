@@ -34,9 +34,9 @@ describe("limitOf", () => {
 });
 
 describe("coresText", () => {
-  it("says the stalls of the window beside the cores where the kernel measured them", () => {
+  it("says the window's PSI shares beside the cores where the kernel measured them", () => {
     expect(coresText({ ...cores(0.82, 0.09, 0.38, 1.39), cpuStall: 0.223, ioStall: 0.04 })).toBe(
-      "cores: server 0.82, generator 0.09, Redis 0.38, machine 1.39; a task waited for a core 22 % of the window, for I/O 4 %",
+      "cores: server 0.82, generator 0.09, Redis 0.38, machine 1.39; PSI some: CPU 22 %, I/O 4 %",
     );
     expect(coresText({ ...cores(1, 0.1, 0, 1.2), cpuStall: Number.NaN, ioStall: Number.NaN })).toBe(
       "cores: server 1.00, generator 0.10, Redis 0.00, machine 1.20",
