@@ -86,9 +86,10 @@ export function connectRedis(url: string): RedisClient {
  * `appendfsync always` every call waited for the fsync of the batch before its own;
  * here the batches follow one another and Redis answers each as it comes. Measured with
  * `npm run bench` (docs/performance.md): Get and SuggestTask made more calls a second
- * for less CPU each; settle and Start moved within the noise. Order is kept (a cork only holds writes back), and the
- * commands a turn writes after the socket closed are ioredis's to retry, as before.
- * Pinned by test/redis/write-batching.test.ts.
+ * for less CPU each; settle and Start moved within the noise. Order is kept (a cork only
+ * holds writes back), and the commands a turn writes after the socket closed are
+ * ioredis's to retry, as before. Pinned by test/redis/write-batching.test.ts and
+ * test/cluster/cluster-write-batching.test.ts.
  */
 export function batchWritesPerTurn(client: Redis): void {
   client.on("connect", () => corkEachTurn(client.stream as Socket));
