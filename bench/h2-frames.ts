@@ -48,14 +48,27 @@ const SETTINGS_INITIAL_WINDOW_SIZE = 0x4;
 const SETTINGS_MAX_FRAME_SIZE = 0x5;
 const DEFAULT_MAX_FRAME = 16_384;
 
+/** Writes a frame (its 9-byte header, then `payload`) into `out` at `at`; answers its end. */
+function putFrame(
+  out: Buffer,
+  at: number,
+  type: number,
+  flags: number,
+  stream: number,
+  payload: Buffer,
+): number {
+  out.writeUIntBE(payload.length, at, 3);
+  out[at + 3] = type;
+  out[at + 4] = flags;
+  out.writeUInt32BE(stream, at + 5);
+  payload.copy(out, at + 9);
+  return at + 9 + payload.length;
+}
+
 /** A frame header and its payload, as one buffer. */
 function frame(type: number, flags: number, stream: number, payload: Buffer): Buffer {
   const out = Buffer.allocUnsafe(9 + payload.length);
-  out.writeUIntBE(payload.length, 0, 3);
-  out[3] = type;
-  out[4] = flags;
-  out.writeUInt32BE(stream, 5);
-  payload.copy(out, 9);
+  putFrame(out, 0, type, flags, stream, payload);
   return out;
 }
 
@@ -171,6 +184,11 @@ export class FramedGrpcConnection {
     });
   }
 
+  /** `count` connections to `address`, once each is open. */
+  static connectAll(address: string, count: number): Promise<FramedGrpcConnection[]> {
+    return Promise.all(Array.from({ length: count }, () => FramedGrpcConnection.connect(address)));
+  }
+
   /** One unary call of a pre-framed body (bench/grpc-frames.ts); never rejects. */
   call(path: string, body: Buffer): Promise<UnaryAnswer> {
     if (this.#failure !== undefined) return failedLater(this.#failure);
@@ -185,18 +203,10 @@ export class FramedGrpcConnection {
     const stream = this.#nextStream;
     if (stream > MAX_WINDOW) return failedLater("this connection's stream ids are used up");
     this.#nextStream += 2;
+    // HEADERS then DATA, written into one buffer.
     const bytes = Buffer.allocUnsafe(18 + block.length + body.length);
-    bytes.writeUIntBE(block.length, 0, 3);
-    bytes[3] = Type.Headers;
-    bytes[4] = END_HEADERS;
-    bytes.writeUInt32BE(stream, 5);
-    block.copy(bytes, 9);
-    const data = 9 + block.length;
-    bytes.writeUIntBE(body.length, data, 3);
-    bytes[data + 3] = Type.Data;
-    bytes[data + 4] = END_STREAM;
-    bytes.writeUInt32BE(stream, data + 5);
-    body.copy(bytes, data + 9);
+    const data = putFrame(bytes, 0, Type.Headers, END_HEADERS, stream, block);
+    putFrame(bytes, data, Type.Data, END_STREAM, stream, body);
     return new Promise((resolve) => {
       this.#pending.set(stream, {
         reader: new GrpcFrameReader(),

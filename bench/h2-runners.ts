@@ -38,20 +38,13 @@ async function call(c: FramedGrpcConnection, path: string, body: Buffer): Promis
   if (answer.status !== 0) throw new Error(answer.error);
 }
 
-/** The bench's four connections to the service on `port`. */
-function connectFour(port: number): Promise<FramedGrpcConnection[]> {
-  return Promise.all(
-    Array.from({ length: 4 }, () => FramedGrpcConnection.connect(`127.0.0.1:${port}`)),
-  );
-}
-
 /** 64 loops, each running its own sequence of calls in order, for the window. */
 export async function sequences(
   port: number,
   steps: (slot: number) => [string, Buffer][],
   pid: number,
 ) {
-  const sessions = await connectFour(port);
+  const sessions = await FramedGrpcConnection.connectAll(`127.0.0.1:${port}`, 4);
   let counting = false;
   let stop = false;
   const counts = new Map<string, number>();
@@ -80,7 +73,7 @@ export async function sequences(
 
 /** 64 loops, each through its own list of calls once: CPU µs per call over the whole run. */
 export async function once(port: number, lists: [string, Buffer][][], pid: number) {
-  const sessions = await connectFour(port);
+  const sessions = await FramedGrpcConnection.connectAll(`127.0.0.1:${port}`, 4);
   const before = cpuSeconds(pid);
   const began = performance.now();
   let calls = 0;

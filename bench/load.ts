@@ -273,9 +273,7 @@ async function drive(
 async function main(): Promise<void> {
   const config = JSON.parse(readFileSync(process.argv[2] as string, "utf8")) as LoadConfig;
   const source = sourceOf(config);
-  const sessions = await Promise.all(
-    Array.from({ length: config.connections }, () => FramedGrpcConnection.connect(config.address)),
-  );
+  const sessions = await FramedGrpcConnection.connectAll(config.address, config.connections);
   const result = await drive(config, source, sessions);
   for (const session of sessions) session.close();
   console.log(JSON.stringify(result));

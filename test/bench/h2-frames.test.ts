@@ -12,13 +12,7 @@ import {
   SuggestTaskResponseSchema,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { grpcClients, putSession, startTestServer, uniqueId } from "../support/harness.js";
-
-/** A gRPC frame of `payload` (uncompressed). */
-function grpcFrame(payload: Buffer): Buffer {
-  const head = Buffer.alloc(5);
-  head.writeUInt32BE(payload.length, 1);
-  return Buffer.concat([head, payload]);
-}
+import { grpcFrame } from "../support/raw-grpc.js";
 
 type Handler = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void;
 
