@@ -62,15 +62,19 @@ export function builtService(root = "."): string {
 
 /**
  * A child process running `args` with node, resolved once it prints `ready`; a
- * TypeScript entry point runs through tsx (`node --import tsx`).
+ * TypeScript entry point runs through tsx (`node --import tsx`). With `wrapper`, node
+ * runs under that command (`valgrind --tool=callgrind ...`, bench/instructions.ts).
  */
 export async function startNode(
   args: readonly string[],
   env: Record<string, string | undefined>,
   ready: RegExp,
+  wrapper: readonly string[] = [],
 ): Promise<{ child: ChildProcess; pid: number; stop: () => Promise<void> }> {
   const typescript = args.some((a) => a.endsWith(".ts"));
-  const child = spawn(process.execPath, [...(typescript ? ["--import", "tsx"] : []), ...args], {
+  const command = [process.execPath, ...(typescript ? ["--import", "tsx"] : []), ...args];
+  const [file, ...rest] = [...wrapper, ...command] as [string, ...string[]];
+  const child = spawn(file, rest, {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });

@@ -10,7 +10,7 @@ import { buildChat } from "./history.js";
 const SIZES = {
   freshSessions: Number(process.env.BENCH_FRESH_SESSIONS ?? 80_000),
   settleChats: Number(process.env.BENCH_SETTLE_CHATS ?? 20_000),
-  startSessions: Number(process.env.BENCH_START_SESSIONS ?? 5_000),
+  startSessions: Number(process.env.BENCH_START_SESSIONS ?? 8_000),
   changeChats: 64,
 };
 
@@ -44,7 +44,7 @@ async function inBatches<T>(
 }
 
 /** Writes through the service's own embedded host and store. */
-function writers(redis: ReturnType<typeof createRedisClient>) {
+export function writers(redis: ReturnType<typeof createRedisClient>) {
   const host = new EmbeddedChatHost(redis);
   const store = new SuggestionStore(redis);
   const putSessions = (sessions: string[]) =>

@@ -31,7 +31,7 @@ import {
   createTlsOnePortServer,
   type OnePortServer,
 } from "./transport/one-port.js";
-import { configureUtf8Marking } from "./transport/request-text.js";
+import { configureProtobufText } from "./transport/request-text.js";
 import { staticFiles } from "./transport/static-files.js";
 
 /** What a running server exposes. */
@@ -75,13 +75,14 @@ export type ServerSettings = Pick<
 /**
  * Wires the service: Redis, the chat host (remote or embedded), the routes and one port
  * serving gRPC, Connect and gRPC-Web over h2c and HTTP/1.1 (or TLS). Start-up runs in
- * named steps: the request text decoder, the parts, the transports, listening.
+ * named steps: protobuf's text encoding, the parts, the transports, listening.
  * Resolves once it listens.
  */
 export async function startSuggestServer(settings: ServerSettings): Promise<SuggestServer> {
   // Start-up step 1, process-wide: invalid UTF-8 in a request is refused naming its field
-  // (server/transport/request-text.ts); clients in the process decode as usual.
-  configureUtf8Marking();
+  // (server/transport/request-text.ts), clients in the process decode as usual, and text
+  // is encoded through Node's Buffer.
+  configureProtobufText();
   const parts = createParts(settings);
   const shutdown = new AbortController();
   // Every call in flight (each watcher, too) listens to it until it ends.

@@ -39,11 +39,26 @@ export function withinBudget<T>(
   const budgetMs = Math.min(callerMs ?? deadlines.defaultDeadlineMs, deadlines.maxDeadlineMs);
   if (callerMs !== undefined && callerMs <= budgetMs) return work(context);
   const bounded = new BudgetContext(context, Date.now() + budgetMs);
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(bounded.expire()), budgetMs);
+  // One promise settled by whichever comes first, the work or the timer, which is
+  // cleared either way: also when the handler answers a plain value or throws before it
+  // returns a promise (test/pipeline/deadlines.test.ts). `Promise.resolve` of a promise
+  // is that promise.
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(bounded.expire()), budgetMs);
+    const done = (result: T) => {
+      clearTimeout(timer);
+      resolve(result);
+    };
+    const failed = (err: unknown) => {
+      clearTimeout(timer);
+      reject(err);
+    };
+    try {
+      Promise.resolve(work(bounded)).then(done, failed);
+    } catch (err) {
+      failed(err);
+    }
   });
-  return Promise.race([work(bounded), expired]).finally(() => clearTimeout(timer));
 }
 
 /**

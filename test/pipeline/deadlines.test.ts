@@ -1,0 +1,50 @@
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import { expect, test } from "vitest";
+import { withinBudget } from "../../server/pipeline/deadlines.js";
+
+/** A caller's context with no deadline of its own. */
+function callerContext(): HandlerContext {
+  const signal = new AbortController().signal;
+  return { signal, timeoutMs: () => undefined } as unknown as HandlerContext;
+}
+
+const budget = { defaultDeadlineMs: 200, maxDeadlineMs: 1_000 };
+
+/** Timers the process holds now: a budget left running after its call would show here. */
+const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+
+test("the work's result or failure is the call's, and no budget timer is left behind", async () => {
+  const before = timers();
+  await expect(withinBudget(callerContext(), budget, async () => "answer")).resolves.toBe("answer");
+  // A handler may answer a value, or throw before it returns a promise.
+  const value = (() => "plain") as unknown as () => Promise<string>;
+  await expect(withinBudget(callerContext(), budget, value)).resolves.toBe("plain");
+  const thrown = () => {
+    throw new ConnectError("refused", Code.FailedPrecondition);
+  };
+  await expect(withinBudget(callerContext(), budget, thrown)).rejects.toThrow("refused");
+  await expect(
+    withinBudget(callerContext(), budget, () => Promise.reject(new Error("lost"))),
+  ).rejects.toThrow("lost");
+  // Even a rejection without a reason stays a rejection.
+  await expect(
+    withinBudget(callerContext(), budget, () => Promise.reject(undefined)),
+  ).rejects.toBeUndefined();
+  expect(timers()).toBe(before);
+});
+
+test("work past the budget ends with DEADLINE_EXCEEDED and its signal aborts", async () => {
+  let seen: AbortSignal | undefined;
+  const began = Date.now();
+  const call = withinBudget(callerContext(), budget, (context) => {
+    seen = context.signal;
+    return new Promise<string>(() => {});
+  });
+  await expect(call).rejects.toMatchObject({
+    code: Code.DeadlineExceeded,
+    rawMessage: "the call ran past its deadline",
+  });
+  expect(Date.now() - began).toBeGreaterThanOrEqual(190);
+  expect(seen?.aborted).toBe(true);
+  expect(seen?.reason).toMatchObject({ code: Code.DeadlineExceeded });
+});
