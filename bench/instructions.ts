@@ -1,21 +1,25 @@
 /**
  * Instructions per call: the service (and the grpc-js noop) run under valgrind's
- * callgrind, which counts the instructions a process executes in user space, every
- * thread of it (V8's compiler and GC helpers too). Unlike CPU seconds, the count hardly
- * moves with what else the machine is doing, so a change of a few percent shows in one
- * run; it leaves out the kernel (syscalls, the TCP stack) and what cache misses cost, so
- * it is beside the time rows of `npm run bench`, never instead of them.
+ * callgrind, which counts the instructions a process executes in user space, on every
+ * thread and on the main thread apart. The main thread's count (the JavaScript) moves
+ * far less from run to run than CPU seconds do, so two checkouts measured in one run
+ * (`BENCH_ROOTS`) show a change of a few percent; the other threads' share (V8's
+ * concurrent marking and compiler) varies more. It leaves out the kernel (syscalls, the
+ * TCP stack) and what cache misses cost, so it is beside the time rows of
+ * `npm run bench`, never instead of them (docs/performance.md).
  *
  * Each process starts with instrumentation off (`--instr-atstart=no`); per scenario it
- * serves a warm-up of calls uncounted, then `callgrind_control -i on` and `-z`, the counted calls,
- * `-d` (a dump of the counts since the last one) and `-i off`. The calls come from this
- * process on one connection of framed calls (bench/h2-frames.ts), 16 in flight; every
- * answer must be grpc-status 0. Under valgrind the service runs some 50 times slower
- * than Redis answers, so a turn batches more calls than under the time rows' load.
+ * serves a warm-up of calls uncounted, then `callgrind_control -i on` and `-z`, the
+ * counted calls, `-d` (a dump of the counts since the zero) and `-i off`. The calls
+ * come from this process on one connection of framed calls (bench/h2-frames.ts), 16 in
+ * flight; every answer must be grpc-status 0. Under valgrind the service is far slower
+ * than Redis and this process, so a turn batches more calls than under the time rows'
+ * load.
  *
- *   node --import tsx bench/instructions.ts      (BENCH_ROOTS=<checkout>,. to compare)
+ *   npm run bench:instructions      (BENCH_ROOTS=<checkout>,. to compare)
  *
- * Needs valgrind (Debian `valgrind`); `npm run bench` runs it when it is installed.
+ * Needs valgrind (Debian `valgrind`). About 2 minutes a scenario and checkout, so it is
+ * not part of `npm run bench`.
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
