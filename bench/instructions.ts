@@ -42,7 +42,7 @@ import { requestFrame } from "./grpc-frames.js";
 import { FramedGrpcConnection } from "./h2-frames.js";
 import { buildChat } from "./history.js";
 import { builtService, startNode } from "./measure.js";
-import { writers } from "./prepare.js";
+import { ids, inBatches, writers } from "./prepare.js";
 
 const SVC = "/oda.suggest.v1.SuggestionService";
 const HEALTH = "/grpc.health.v1.Health/Check";
@@ -200,14 +200,11 @@ const call = <Desc extends DescMessage>(
 function scenarios(redisUrl: string): { list: Scenario[]; close: () => Promise<unknown> } {
   const redis = createRedisClient(redisUrl);
   const { store, putSessions, offerTo } = writers(redis);
-  const ids = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
   /** Sessions of one open offer `o0` each. */
   const offered = async (prefix: string, n: number) => {
     const sessions = ids(prefix, n);
     await putSessions(sessions);
-    for (let i = 0; i < n; i += 500) {
-      await Promise.all(sessions.slice(i, i + 500).map((s) => offerTo(s, 0, "o0")));
-    }
+    await inBatches(sessions, 500, (sessionId) => offerTo(sessionId, 0, "o0"));
     return sessions;
   };
   let readChat: Promise<string> | undefined;
@@ -270,6 +267,17 @@ function scenarios(redisUrl: string): { list: Scenario[]; close: () => Promise<u
   return { list, close: () => redis.quit() };
 }
 
+/** A row of `CALLS` counted calls. */
+function rowOf(scenario: string, root: string, total: Counts): InstructionRow {
+  return {
+    scenario,
+    root,
+    calls: CALLS,
+    instructionsPerCall: total.all / CALLS,
+    mainThreadPerCall: total.main / CALLS,
+  };
+}
+
 /**
  * The grpc-js noop's instructions per call and each scenario's on every root, each
  * root's service in a process of its own on one private Redis.
@@ -292,13 +300,7 @@ export async function measureInstructions(roots: readonly string[]): Promise<Ins
       await drive(connection, health(NOOP_WARM));
       const total = await noop.counted.count(() => drive(connection, health(CALLS)));
       connection.close();
-      rows.push({
-        scenario: "grpc-js noop (`bench/noop-server.ts grpc-js`)",
-        root: ".",
-        calls: CALLS,
-        instructionsPerCall: total.all / CALLS,
-        mainThreadPerCall: total.main / CALLS,
-      });
+      rows.push(rowOf("grpc-js noop (`bench/noop-server.ts grpc-js`)", ".", total));
     } finally {
       await noop.process.stop();
     }
@@ -322,13 +324,7 @@ export async function measureInstructions(roots: readonly string[]): Promise<Ins
           const calls = await scenario.calls(WARM + CALLS, index);
           await drive(connection, calls.slice(0, WARM));
           const total = await service.counted.count(() => drive(connection, calls.slice(WARM)));
-          rows.push({
-            scenario: scenario.name,
-            root,
-            calls: CALLS,
-            instructionsPerCall: total.all / CALLS,
-            mainThreadPerCall: total.main / CALLS,
-          });
+          rows.push(rowOf(scenario.name, root, total));
         }
       } finally {
         connection.close();

@@ -35,13 +35,18 @@ export interface BenchData {
   readonly watchOfferSessions: string[];
 }
 
-async function inBatches<T>(
+/** `fn` over `items`, `size` of them at once. */
+export async function inBatches<T>(
   items: T[],
   size: number,
   fn: (item: T) => Promise<unknown>,
 ): Promise<void> {
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
 }
+
+/** `n` ids `<prefix>-0` to `<prefix>-<n - 1>`. */
+export const ids = (prefix: string, n: number): string[] =>
+  Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
 
 /** Writes through the service's own embedded host and store. */
 export function writers(redis: ReturnType<typeof createRedisClient>) {
@@ -88,7 +93,6 @@ export function writers(redis: ReturnType<typeof createRedisClient>) {
 export async function prepare(redisUrl: string): Promise<BenchData> {
   const redis = createRedisClient(redisUrl);
   const { store, putSessions, offerTo, openPairs } = writers(redis);
-  const ids = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
   const watchSessions = ids("watch", 100);
   const data: BenchData = {
     freshSessions: ids("fresh", SIZES.freshSessions),

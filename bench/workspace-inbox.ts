@@ -20,6 +20,7 @@ import { freePort, startRedisServer } from "../server/redis/redis-server-process
 import { createRedisClient } from "../server/store/scripts.js";
 import { type NewOffer, SuggestionStore } from "../server/store/suggestion-store.js";
 import { builtService, cpuSeconds, startNode } from "./measure.js";
+import { inBatches } from "./prepare.js";
 
 const CHATS = 10_000;
 const OPEN = 3_000;
@@ -46,10 +47,6 @@ const offerOf = (i: number, turn: number): NewOffer => ({
   tldr: "Worth doing next",
   brief: `Do follow-up ${i}, then report what changed.`,
 });
-
-async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<unknown>) {
-  for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
-}
 
 /**
  * Writes the data straight through the store (its calls pipeline on one connection):

@@ -41,7 +41,7 @@ export function encodeUtf8(text: string): Uint8Array<ArrayBuffer> {
  * else (a Connect client in the same process, the remote chat host's client) ever
  * decodes while it runs: clients in the process decode as usual. Idempotent; called
  * once by `startSuggestServer` (server/server.ts). Pinned by test/e2e/bad-input.test.ts,
- * test/e2e/utf8-scope.test.ts and test/transport/request-text.test.ts.
+ * test/e2e/utf8-scope.test.ts and test/transport/text-encoding.test.ts.
  */
 export function configureProtobufText(): void {
   if (configured) return;
