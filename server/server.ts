@@ -20,6 +20,7 @@ import { createRedisClient } from "./store/scripts.js";
 import { StartLocks } from "./store/start-locks.js";
 import { SuggestionStore } from "./store/suggestion-store.js";
 import { WatchHub } from "./store/watch-hub.js";
+import { WorkspaceInbox } from "./store/workspace-inbox.js";
 import { createConnectAdapter } from "./transport/connect-adapter.js";
 import type { ClientLimits } from "./transport/connection-guard.js";
 import { followConnections } from "./transport/drain.js";
@@ -62,6 +63,7 @@ export type ServerSettings = Pick<
       | "logLevel"
       | "chatHostToken"
       | "grpcFastPath"
+      | "announceInAppend"
       | "inspectorDir"
     >
   > & {
@@ -160,7 +162,10 @@ function createParts(settings: ServerSettings): Parts {
     // The cap on a unary call's own work; a longer caller's deadline is accepted.
     maxDeadlineMs: settings.maxTimeoutMs,
   };
-  const store = new SuggestionStore(redis);
+  const store = new SuggestionStore(
+    redis,
+    new WorkspaceInbox(redis, { announceInAppend: settings.announceInAppend ?? true }),
+  );
   // One subscriber connection for every watcher and every Start waiting on a lock of
   // this instance (test/e2e/watch-scale.test.ts, test/rpc/start-concurrency.test.ts).
   const pubsub = new PubSub(() => subscriberConnection(redis));

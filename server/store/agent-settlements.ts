@@ -5,7 +5,7 @@ import { type LogRecord, parseEntries } from "../domain/fold.js";
 import { settlementOf, suggestionAfter } from "../domain/settlements.js";
 import { sessionKeys, WORKSPACE_CHANNEL_PARTS } from "./keys.js";
 import type { ScriptReply } from "./scripts.js";
-import type { Fenced } from "./workspace-inbox.js";
+import { callAppend, type Fenced, type InboxToken } from "./workspace-inbox.js";
 
 /** A withdrawal as the tool hands it to the store: fields already trimmed and checked. */
 export interface Withdrawal {
@@ -46,18 +46,21 @@ export async function withdrawOffer(
   redis: Redis | Cluster,
   sessionId: string,
   withdrawal: Withdrawal,
-  token: string,
+  at: InboxToken,
 ): Promise<WithdrawOutcome | Fenced> {
   const keys = sessionKeys(sessionId);
-  const reply = await redis.withdraw(
-    keys.log,
-    keys.projection,
-    keys.changes,
-    withdrawal.title,
-    withdrawal.reason,
-    withdrawal.toolCallId,
-    token,
-    ...WORKSPACE_CHANNEL_PARTS,
+  const reply = await callAppend<Promise<ScriptReply>>(
+    redis,
+    "withdraw",
+    [keys.log, keys.projection, keys.changes],
+    [
+      withdrawal.title,
+      withdrawal.reason,
+      withdrawal.toolCallId,
+      at.token,
+      ...WORKSPACE_CHANNEL_PARTS,
+    ],
+    at,
   );
   const status = reply[0] as WithdrawStatus;
   switch (status) {

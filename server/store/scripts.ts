@@ -11,6 +11,11 @@ export interface ScriptSource {
   readonly name: string;
   readonly numberOfKeys: number;
   readonly lua: string;
+  /**
+   * An announced form's: the script it runs after the announcement, whose keys live in
+   * another slot than the workspace's (a single Redis only: `announcedForm`).
+   */
+  readonly announces?: string;
 }
 
 /**
@@ -18,21 +23,55 @@ export interface ScriptSource {
  * replace) and inlines its `--- @include "<file>"` lines from `<dir>/includes/`, as
  * bullmq does, so that shared fold code is written once; a `--- @script "<name>-<n>"`
  * line inlines another script's whole text (a script that runs it after checks of its
- * own, as settleAndRead-3.lua runs settle-3.lua). Any other `.lua` name throws.
+ * own, as settleAndRead-3.lua runs settle-3.lua). A script with a `--- @announced <i>`
+ * line (an append that carries an inbox token as its ARGV[i]) also gives its
+ * `<name>Announced` form (`announcedForm`). Any other `.lua` name throws.
  */
 export function loadScripts(dir: URL = LUA_DIR): readonly ScriptSource[] {
   const include = (name: string) => readFileSync(new URL(`includes/${name}.lua`, dir), "utf8");
+  const inline = (text: string) =>
+    inlineScripts(text, dir).replace(/^--- @include "([a-z-]+)"$/gm, (_, name: string) =>
+      include(name),
+    );
   return readdirSync(dir)
     .filter((file) => file.endsWith(".lua"))
-    .map((file) => {
+    .flatMap((file) => {
       const match = /^([a-zA-Z]+)-(\d+)\.lua$/.exec(file);
       if (!match) throw new Error(`script file ${file} is not named <name>-<numKeys>.lua`);
-      const body = inlineScripts(readFileSync(new URL(file, dir), "utf8"), dir).replace(
-        /^--- @include "([a-z-]+)"$/gm,
-        (_, name: string) => include(name),
-      );
-      return { name: match[1] as string, numberOfKeys: Number(match[2]), lua: body };
+      const text = readFileSync(new URL(file, dir), "utf8");
+      const script = {
+        name: match[1] as string,
+        numberOfKeys: Number(match[2]),
+        lua: inline(text),
+      };
+      const token = /^--- @announced (\d+)$/m.exec(text);
+      if (token === null) return [script];
+      return [script, announcedForm(script, Number(token[1]), inline('--- @include "announce"'))];
     });
+}
+
+/**
+ * An append's `<name>Announced` form, for a single Redis (on a cluster the workspace's
+ * inbox and the chat live on different nodes): the chat's inbox announcement
+ * (includes/announce.lua), then the append with the token it gave, as one script, so an
+ * offer or a settlement of a workspace's chat is one round trip instead of two. Being one
+ * step, nothing can come between the two, as the token protocol allows it to
+ * (store/workspace-inbox.ts). It takes two more keys, the workspace's chats hash and
+ * pending set, and two more arguments, the chat's id and the least token; the token's
+ * own argument is sent empty.
+ */
+function announcedForm(script: ScriptSource, tokenArg: number, announce: string): ScriptSource {
+  const n = script.numberOfKeys;
+  const lua = `-- ${script.name}Announced: the inbox announcement, then ${script.name}-${n}.lua with its token (store/scripts.ts).
+${announce}
+local announcedToken = announceChat(KEYS[${n + 1}], KEYS[${n + 2}], ARGV[#ARGV - 1], ARGV[#ARGV])
+KEYS[${n + 2}] = nil
+KEYS[${n + 1}] = nil
+ARGV[#ARGV] = nil
+ARGV[#ARGV] = nil
+ARGV[${tokenArg}] = announcedToken
+${script.lua}`;
+  return { name: `${script.name}Announced`, numberOfKeys: n + 2, lua, announces: script.name };
 }
 
 /** `text` with its `--- @script` lines replaced by those scripts' texts, theirs too. */

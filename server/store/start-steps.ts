@@ -1,8 +1,10 @@
 import type { Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { hostKeys, sessionKeys, startLockKey, startResultChannel } from "./keys.js";
 import { type SettleOutcome, settleArgs } from "./script-replies.js";
+import type { ScriptReply } from "./scripts.js";
 import { startResultMessage } from "./start-lock-protocol.js";
 import type { SuggestionStore } from "./suggestion-store.js";
+import { callAppend } from "./workspace-inbox.js";
 
 /** What StartSuggestion's first step found (lua/beginStart-4.lua). */
 export interface StartBegun {
@@ -61,16 +63,23 @@ export function settleStart(
   lockToken: string,
 ): Promise<{ readonly outcome: SettleOutcome; readonly suggestion: Suggestion | undefined }> {
   const keys = sessionKeys(sessionId);
-  return store.announcedSettle(sessionId, suggestionId, async (token, workspace) => {
-    const [settleReply, readReply] = await store.redis.settleStart(
-      keys.log,
-      keys.projection,
-      keys.changes,
-      startLockKey(sessionId, suggestionId),
-      startResultChannel(sessionId),
-      ...settleArgs(suggestionId, "started", chatId, token, workspace),
-      lockToken,
-      startResultMessage(suggestionId, "released"),
+  return store.announcedSettle(sessionId, suggestionId, async (at) => {
+    const [settleReply, readReply] = await callAppend<Promise<[ScriptReply, ScriptReply, number]>>(
+      store.redis,
+      "settleStart",
+      [
+        keys.log,
+        keys.projection,
+        keys.changes,
+        startLockKey(sessionId, suggestionId),
+        startResultChannel(sessionId),
+      ],
+      [
+        ...settleArgs(suggestionId, "started", chatId, at.token, at.workspace),
+        lockToken,
+        startResultMessage(suggestionId, "released"),
+      ],
+      at,
     );
     return store.settledRead(sessionId, suggestionId, settleReply, readReply);
   });

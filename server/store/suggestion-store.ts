@@ -1,4 +1,4 @@
-import type { Cluster, Redis } from "ioredis";
+import type { ChainableCommander, Cluster, Redis } from "ioredis";
 import type { Settlement, Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { type LogRecord, parseEntries, type SuggestionLists } from "../domain/fold.js";
 import type { Outcome } from "../domain/settlement.js";
@@ -21,7 +21,14 @@ import {
   settleOutcome,
 } from "./script-replies.js";
 import type { ScriptReply } from "./scripts.js";
-import { announced, type Fenced, WorkspaceInbox } from "./workspace-inbox.js";
+import {
+  announced,
+  callAppend,
+  type Fenced,
+  type InboxToken,
+  NO_TOKEN,
+  WorkspaceInbox,
+} from "./workspace-inbox.js";
 
 export type { ListsSnapshot } from "./lists-cache.js";
 export type { NewOffer, OfferOutcome, SettleOutcome } from "./script-replies.js";
@@ -54,7 +61,8 @@ export class SuggestionStore {
    * invalid) it only says whether the quotas would allow an offer, so that quota refusals
    * still come before field refusals. With a workspace (the host's, for the chat) the
    * offer records it, and the chat is announced in the workspace's inbox first
-   * (store/workspace-inbox.ts): one more round trip.
+   * (store/workspace-inbox.ts): in the same script on a single Redis, one more round
+   * trip on a cluster.
    */
   async offer(
     sessionId: string,
@@ -64,10 +72,10 @@ export class SuggestionStore {
   ): Promise<OfferOutcome> {
     if (checkOnly || workspaceId === "") {
       // No token: the script cannot answer fenced.
-      return (await this.#offer(sessionId, offer, checkOnly, "", "")) as OfferOutcome;
+      return (await this.#offer(sessionId, offer, checkOnly, "", NO_TOKEN)) as OfferOutcome;
     }
-    return announced(this.inbox, workspaceId, sessionId, (token) =>
-      this.#offer(sessionId, offer, false, workspaceId, token),
+    return announced(this.inbox, workspaceId, sessionId, (at) =>
+      this.#offer(sessionId, offer, false, workspaceId, at),
     );
   }
 
@@ -76,14 +84,15 @@ export class SuggestionStore {
     offer: NewOffer,
     checkOnly: boolean,
     workspaceId: string,
-    token: string,
+    at: InboxToken,
   ): Promise<OfferOutcome | Fenced> {
     const keys = sessionKeys(sessionId);
-    const reply = await this.redis.offer(
-      keys.log,
-      keys.projection,
-      keys.changes,
-      ...offerArgs(offer, checkOnly, workspaceId, token),
+    const reply = await callAppend<Promise<ScriptReply>>(
+      this.redis,
+      "offer",
+      [keys.log, keys.projection, keys.changes],
+      offerArgs(offer, checkOnly, workspaceId, at.token),
+      at,
     );
     return offerOutcome(sessionId, workspaceId, reply);
   }
@@ -101,13 +110,14 @@ export class SuggestionStore {
     chatId = "",
   ): Promise<SettleOutcome> {
     const keys = sessionKeys(sessionId);
-    return this.announcedSettle(sessionId, suggestionId, async (token, workspace) =>
+    return this.announcedSettle(sessionId, suggestionId, async (at) =>
       settleOutcome(
-        await this.redis.settle(
-          keys.log,
-          keys.projection,
-          keys.changes,
-          ...settleArgs(suggestionId, outcome, chatId, token, workspace),
+        await callAppend<Promise<ScriptReply>>(
+          this.redis,
+          "settle",
+          [keys.log, keys.projection, keys.changes],
+          settleArgs(suggestionId, outcome, chatId, at.token, at.workspace),
+          at,
         ),
       ),
     );
@@ -125,16 +135,15 @@ export class SuggestionStore {
     chatId = "",
   ): Promise<{ readonly outcome: SettleOutcome; readonly lists: SuggestionLists }> {
     const keys = sessionKeys(sessionId);
-    return this.announcedSettle(sessionId, suggestionId, async (token, workspace) => {
+    return this.announcedSettle(sessionId, suggestionId, async (at) => {
       const held = this.cache.heldLists(sessionId);
-      const replies = await this.redis
-        .multi()
-        .settle(
-          keys.log,
-          keys.projection,
-          keys.changes,
-          ...settleArgs(suggestionId, outcome, chatId, token, workspace),
-        )
+      const replies = await callAppend<ChainableCommander>(
+        this.redis.multi(),
+        "settle",
+        [keys.log, keys.projection, keys.changes],
+        settleArgs(suggestionId, outcome, chatId, at.token, at.workspace),
+        at,
+      )
         .readLists(keys.log, keys.projection, held?.version ?? "")
         .exec();
       if (replies === null) throw new Error("the settle transaction was discarded");
@@ -158,7 +167,7 @@ export class SuggestionStore {
   async announcedSettle<T>(
     sessionId: string,
     suggestionId: string,
-    run: (token: string, workspace: string) => Promise<T | Fenced>,
+    run: (at: InboxToken) => Promise<T | Fenced>,
   ): Promise<T> {
     // The offer's workspace as this instance last read it, if it did: a guess that saves
     // the refused first try; the script checks it (a token of another workspace is none).
@@ -169,8 +178,8 @@ export class SuggestionStore {
   /** withdraw_suggestion's atomic step (`withdrawOffer`, lua/withdraw-3.lua). */
   withdraw(sessionId: string, withdrawal: Withdrawal): Promise<WithdrawOutcome> {
     // Announced in the offer's workspace first, as every settlement is.
-    return announced(this.inbox, "", sessionId, (token) =>
-      withdrawOffer(this.redis, sessionId, withdrawal, token),
+    return announced(this.inbox, "", sessionId, (at) =>
+      withdrawOffer(this.redis, sessionId, withdrawal, at),
     );
   }
 
@@ -192,12 +201,13 @@ export class SuggestionStore {
     chatId = "",
   ): Promise<{ readonly outcome: SettleOutcome; readonly suggestion: Suggestion | undefined }> {
     const keys = sessionKeys(sessionId);
-    return this.announcedSettle(sessionId, suggestionId, async (token, workspace) => {
-      const [settleReply, readReply] = await this.redis.settleAndRead(
-        keys.log,
-        keys.projection,
-        keys.changes,
-        ...settleArgs(suggestionId, outcome, chatId, token, workspace),
+    return this.announcedSettle(sessionId, suggestionId, async (at) => {
+      const [settleReply, readReply] = await callAppend<Promise<[ScriptReply, ScriptReply]>>(
+        this.redis,
+        "settleAndRead",
+        [keys.log, keys.projection, keys.changes],
+        settleArgs(suggestionId, outcome, chatId, at.token, at.workspace),
+        at,
       );
       return this.settledRead(sessionId, suggestionId, settleReply, readReply);
     });

@@ -52,12 +52,46 @@ function tokenMap(flat: ScriptReply[number]): Map<string, string> {
  * Pinned by test/store/inbox-model.test.ts.
  */
 export class WorkspaceInbox {
-  constructor(readonly redis: Redis | Cluster) {}
+  /**
+   * Whether an append makes its announcement itself (`<name>Announced`, store/scripts.ts
+   * `announcedForm`): on a single Redis, where the workspace's keys and the chat's live
+   * on one node; never on a cluster.
+   */
+  readonly announceInAppend: boolean;
+
+  /**
+   * @param options.announceInAppend false: every announcement is a call of its own, as on
+   *   a cluster (tests that come between the two steps pass it).
+   */
+  constructor(
+    readonly redis: Redis | Cluster,
+    options: { readonly announceInAppend?: boolean } = {},
+  ) {
+    this.announceInAppend = !redis.isCluster && (options.announceInAppend ?? true);
+  }
 
   /** Marks the chat pending in the workspace; answers its new token (at least `minimum`). */
   async announce(workspaceId: string, sessionId: string, minimum = 0): Promise<number> {
     const keys = workspaceKeys(workspaceId);
     return Number(await this.redis.announce(keys.chats, keys.pending, sessionId, String(minimum)));
+  }
+
+  /**
+   * What an append of the chat carries to be announced in the workspace with a token of
+   * at least `minimum`: the announcement itself, for the append's `<name>Announced` form,
+   * or a token announced now (`announce`), one round trip before the append.
+   */
+  async announcement(workspaceId: string, sessionId: string, minimum = 0): Promise<InboxToken> {
+    if (!this.announceInAppend) {
+      const token = String(await this.announce(workspaceId, sessionId, minimum));
+      return { token, workspace: workspaceId };
+    }
+    const keys = workspaceKeys(workspaceId);
+    return {
+      token: "",
+      workspace: workspaceId,
+      inAppend: [keys.chats, keys.pending, sessionId, String(minimum)],
+    };
   }
 
   /**
@@ -229,24 +263,63 @@ export interface Fenced {
   readonly workspaceId: string;
 }
 
+/** How an append carries the chat's announcement in a workspace's inbox. */
+export interface InboxToken {
+  /** The token announced before the append; '' for none, and when `inAppend`. */
+  readonly token: string;
+  /** The workspace it is announced in; '' for none. */
+  readonly workspace: string;
+  /**
+   * The announcement made by the append itself (its `<name>Announced` form): the
+   * workspace's chats hash and pending set, the chat and the least token.
+   */
+  readonly inAppend?: readonly [chats: string, pending: string, session: string, minimum: string];
+}
+
+/** An append with no announcement (a chat of no workspace, or a first try that asks). */
+export const NO_TOKEN: InboxToken = { token: "", workspace: "" };
+
+/** The appends that carry an inbox token: each has a `<name>Announced` form. */
+export type AnnouncedScript = "offer" | "settle" | "settleAndRead" | "settleStart" | "withdraw";
+
 /**
- * Runs `append` with a token announced for (workspace, session) first ('' workspace:
- * with no token), and the workspace it was announced in; when it answers fenced (no
- * token, a token of another workspace, or one an inbox read passed), announces the chat
- * in the workspace it names, above the fence, and repeats.
+ * Calls the append `script` on `target` (a client, or a MULTI being built) with its keys
+ * and its arguments (the token's being `at.token`), in its `<name>Announced` form when
+ * the announcement is to be made in the same step. Answers what the call answers.
+ */
+export function callAppend<R>(
+  target: object,
+  script: AnnouncedScript,
+  keys: readonly string[],
+  args: readonly string[],
+  at: InboxToken,
+): R {
+  const commands = target as Record<string, (...argv: string[]) => R>;
+  if (at.inAppend === undefined)
+    return (commands[script] as (...argv: string[]) => R).call(target, ...keys, ...args);
+  const [chats, pending, session, minimum] = at.inAppend;
+  const announced = commands[`${script}Announced`] as (...argv: string[]) => R;
+  return announced.call(target, ...keys, chats, pending, ...args, session, minimum);
+}
+
+/**
+ * Runs `append` announced for (workspace, session) first ('' workspace: with no token),
+ * either by a call of its own or in the append itself (`WorkspaceInbox.announcement`);
+ * when it answers fenced (no token, a token of another workspace, or one an inbox read
+ * passed), announces the chat in the workspace it names, above the fence, and repeats.
  */
 export async function announced<T>(
   inbox: WorkspaceInbox,
   workspaceId: string,
   sessionId: string,
-  append: (token: string, workspace: string) => Promise<T | Fenced>,
+  append: (at: InboxToken) => Promise<T | Fenced>,
 ): Promise<T> {
   let workspace = workspaceId;
   let minimum = 0;
   for (let attempt = 0; ; attempt++) {
-    const token =
-      workspace === "" ? "" : String(await inbox.announce(workspace, sessionId, minimum));
-    const outcome = await append(token, workspace);
+    const at =
+      workspace === "" ? NO_TOKEN : await inbox.announcement(workspace, sessionId, minimum);
+    const outcome = await append(at);
     if (!isFenced(outcome)) return outcome;
     if (attempt >= 10) throw new Error("the inbox fenced every announcement of this chat");
     workspace = outcome.workspaceId;

@@ -4,6 +4,7 @@ import type { RedisClient } from "../../server/redis/redis-client.js";
 import { rebuildInboxes } from "../../server/store/inbox-rebuild.js";
 import { workspaceKeys } from "../../server/store/keys.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
+import { WorkspaceInbox } from "../../server/store/workspace-inbox.js";
 import { redisClient, uniqueId } from "../support/harness.js";
 
 // The workspace inbox on the suite's Redis Cluster: chats on every primary, the index
@@ -46,3 +47,14 @@ test("an inbox over chats of every primary reads, and rebuilds from the logs, th
   expect(report.chats).toBeGreaterThanOrEqual(24);
   expect(await read()).toEqual(before);
 }, 60_000);
+
+test("on a cluster every announcement is a call of its own, even when asked to be made in the append", async () => {
+  // The inbox's keys and the chat's hash to different slots (store/scripts.ts
+  // `announcedForm` is for a single Redis).
+  expect(store.inbox.announceInAppend).toBe(false);
+  const asked = new WorkspaceInbox(redis, { announceInAppend: true });
+  expect(asked.announceInAppend).toBe(false);
+  const at = await asked.announcement(uniqueId("ws"), uniqueId(), 0);
+  expect(at.inAppend).toBeUndefined();
+  expect(Number(at.token)).toBeGreaterThan(0);
+});

@@ -90,7 +90,7 @@ describe("one Start is one trace: the caller's, the RPC span, the host and Redis
     expect(parentOf(script("createChat"))).toBe(createChat.spanContext().spanId);
     expect(parentOf(script("postMessage"))).toBe(postMessage.spanContext().spanId);
     expect(parentOf(script("beginStart"))).toBe(rpc.spanContext().spanId);
-    expect(parentOf(script("announce"))).toBe(rpc.spanContext().spanId);
+    expect(parentOf(script("settleStartAnnounced"))).toBe(rpc.spanContext().spanId);
     expect(script("createChat").attributes["db.system.name"]).toBe("redis");
 
     // Nothing else in the trace, and every span of it under the RPC span.
@@ -106,14 +106,14 @@ describe("one Start is one trace: the caller's, the RPC span, the host and Redis
       `${HOST}/CreateChat`,
       `${HOST}/PostMessage`,
       START,
-      // The chat is announced in its workspace's inbox before the settlement.
-      "redis announce",
       "redis beginStart",
       "redis createChat",
       "redis postMessage",
       // Once: the first script read the offer, so its workspace is known (the guess of
-      // suggestion-store.ts `announcedSettle`), and the announcement comes first.
-      "redis settleStart",
+      // suggestion-store.ts `announcedSettle`). On this single Redis the chat is
+      // announced in its workspace's inbox by the same script (store/scripts.ts
+      // `announcedForm`); on a cluster "redis announce" comes before it.
+      "redis settleStartAnnounced",
     ]);
   });
 
@@ -140,8 +140,9 @@ test("a call without a traceparent starts a trace of its own", async () => {
     .getFinishedSpans()
     .find((s) => s.name === "oda.suggest.v1.SuggestionService/SuggestTask");
   expect(rpc?.parentSpanContext).toBeUndefined();
-  // The host's session is asked first (it names the workspace), then the offer's script.
-  const offer = exporter.getFinishedSpans().find((s) => s.name === "redis offer");
+  // The host's session is asked first (it names the workspace), then the offer's script,
+  // which announces the chat in the workspace's inbox too (a single Redis).
+  const offer = exporter.getFinishedSpans().find((s) => s.name === "redis offerAnnounced");
   expect(offer?.spanContext().traceId).toBe(rpc?.spanContext().traceId);
   expect(parentOf(offer as ReadableSpan)).toBe(rpc?.spanContext().spanId);
 });

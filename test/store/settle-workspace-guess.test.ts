@@ -1,8 +1,9 @@
 import { afterAll, expect, test } from "vitest";
 import { sessionKeys } from "../../server/store/keys.js";
 import { settleArgs, settleOutcome } from "../../server/store/script-replies.js";
+import type { ScriptReply } from "../../server/store/scripts.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
-import { WorkspaceInbox } from "../../server/store/workspace-inbox.js";
+import { callAppend, type InboxToken, WorkspaceInbox } from "../../server/store/workspace-inbox.js";
 import { redisClient, uniqueId } from "../support/harness.js";
 import { storeOffer } from "../support/suggest.js";
 
@@ -16,12 +17,15 @@ import { storeOffer } from "../support/suggest.js";
 const redis = redisClient();
 afterAll(() => redis.quit());
 
-/** An inbox that counts its announcements, by workspace. */
+/**
+ * An inbox that counts its announcements, by workspace, whether made by a call of their
+ * own or in the append (a single Redis: store/scripts.ts `announcedForm`).
+ */
 class CountingInbox extends WorkspaceInbox {
   readonly announced: string[] = [];
-  override announce(workspaceId: string, sessionId: string, minimum = 0): Promise<number> {
+  override announcement(workspaceId: string, sessionId: string, minimum = 0) {
     this.announced.push(workspaceId);
-    return super.announce(workspaceId, sessionId, minimum);
+    return super.announcement(workspaceId, sessionId, minimum);
   }
 }
 
@@ -32,9 +36,22 @@ async function offerIn(store: SuggestionStore, workspaceId: string) {
 
 /** settle-3.lua called as is: a dismissal with `token`, announced in `workspace`. */
 async function rawDismiss(sessionId: string, suggestionId: string, token: string, ws: string) {
+  return announcedDismiss(sessionId, suggestionId, { token, workspace: ws });
+}
+
+/** settle-3.lua (or its announced form) as the store calls it: a dismissal carrying `at`. */
+async function announcedDismiss(sessionId: string, suggestionId: string, at: InboxToken) {
   const keys = sessionKeys(sessionId);
-  const args = settleArgs(suggestionId, "dismissed", "", token, ws);
-  return settleOutcome(await redis.settle(keys.log, keys.projection, keys.changes, ...args));
+  const args = settleArgs(suggestionId, "dismissed", "", at.token, at.workspace);
+  return settleOutcome(
+    await callAppend<Promise<ScriptReply>>(
+      redis,
+      "settle",
+      [keys.log, keys.projection, keys.changes],
+      args,
+      at,
+    ),
+  );
 }
 
 test("an offer this instance has read: one announcement in its workspace, the settle run once", async () => {
@@ -45,9 +62,9 @@ test("an offer this instance has read: one announcement in its workspace, the se
   await store.suggestion(sessionId, suggestionId);
   inbox.announced.length = 0;
   const tries: string[] = [];
-  const settled = await store.announcedSettle(sessionId, suggestionId, async (token, ws) => {
-    tries.push(`${ws}:${token === "" ? "none" : "token"}`);
-    return rawDismiss(sessionId, suggestionId, token, ws);
+  const settled = await store.announcedSettle(sessionId, suggestionId, async (at) => {
+    tries.push(`${at.workspace}:${at.token === "" && !at.inAppend ? "none" : "token"}`);
+    return announcedDismiss(sessionId, suggestionId, at);
   });
   expect(settled.kind).toBe("recorded");
   expect(tries).toEqual([`${workspaceId}:token`]);

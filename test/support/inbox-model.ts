@@ -19,10 +19,18 @@ export interface Offer {
   state: Standing;
 }
 
-/** An inbox whose next announcement can kill its writer or pause it. */
+/** An inbox whose next announcement (a call of its own) can kill its writer or pause it. */
 export class FaultyInbox extends WorkspaceInbox {
   next: "none" | "die" | "pause" = "none";
   gate: Promise<void> = Promise.resolve();
+  /**
+   * @param announceInAppend false (the default): every announcement a call of its own, so
+   *   that a fault can come between it and the append; true: made in the append, where
+   *   none can (store/scripts.ts `announcedForm`).
+   */
+  constructor(redis: ConstructorParameters<typeof WorkspaceInbox>[0], announceInAppend = false) {
+    super(redis, { announceInAppend });
+  }
   override async announce(workspaceId: string, sessionId: string, minimum = 0): Promise<number> {
     const token = await super.announce(workspaceId, sessionId, minimum);
     const fault = this.next;

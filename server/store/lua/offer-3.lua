@@ -30,6 +30,7 @@
     6 FENCED      { 6, fence }: an inbox read passed the token; nothing recorded,
                   announce again above the fence and repeat
 ]]
+--- @announced 11
 --- @include "projection"
 
 local log, proj, changes = KEYS[1], KEYS[2], KEYS[3]

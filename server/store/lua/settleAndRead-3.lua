@@ -8,6 +8,7 @@
 
   Result: { settle-3.lua's reply, readSuggestion-2.lua's reply }
 ]]
+--- @announced 5
 
 local function settle()
 --- @script "settle-3"

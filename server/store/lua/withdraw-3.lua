@@ -25,6 +25,7 @@
                      token is missing or an inbox read passed it; nothing recorded:
                      announce the chat in that workspace above the fence and repeat
 ]]
+--- @announced 4
 --- @include "projection"
 
 local log, proj, changes = KEYS[1], KEYS[2], KEYS[3]
