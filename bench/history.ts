@@ -31,6 +31,23 @@ export function benchOffer(i: number): NewOffer {
 }
 
 /**
+ * A change of a bench chat's o9, as another instance would make it: dismissed, then
+ * restored, in turn. Answers what went wrong, if anything.
+ */
+export function changeOfO9(
+  store: SuggestionStore,
+  sessionId: string,
+): () => Promise<string | undefined> {
+  let dismissed = false;
+  return async () => {
+    const outcome = dismissed ? "restored" : "dismissed";
+    dismissed = !dismissed;
+    const settled = await store.settle(sessionId, "o9", outcome);
+    return settled.kind === "recorded" ? undefined : `change answered ${settled.kind}`;
+  };
+}
+
+/**
  * Builds a chat of 10 offers, 3 open (o7 to o9) and 7 settled (drafted, dismissed and
  * started in turn), whose stream holds exactly `records` records (at least
  * `BASE_RECORDS`): the padding is dismiss-and-restore cycles of o9, sent in pipelines

@@ -40,7 +40,7 @@ import { freePort, startRedisServer } from "../server/redis/redis-server-process
 import { createRedisClient } from "../server/store/scripts.js";
 import { requestFrame } from "./grpc-frames.js";
 import { FramedGrpcConnection } from "./h2-frames.js";
-import { buildChat } from "./history.js";
+import { buildChat, changeOfO9 } from "./history.js";
 import { builtService, startNode } from "./measure.js";
 import { ids, inBatches, writers } from "./prepare.js";
 
@@ -159,16 +159,14 @@ export async function startCounted(
  * every one is OK. Warm-up and counted calls share one connection: on a new one the
  * noop's count per call was more than twice its count on the warm one.
  */
-async function drive(
-  connection: FramedGrpcConnection,
-  calls: readonly (readonly [string, Buffer])[],
-) {
+async function drive(connection: FramedGrpcConnection, calls: readonly Step[]) {
   if (calls.length === 0) throw new Error("no calls to make");
   let next = 0;
   await Promise.all(
-    Array.from({ length: IN_FLIGHT }, async () => {
+    Array.from({ length: IN_FLIGHT }, async (_, slot) => {
       while (next < calls.length) {
-        const [path, body] = calls[next++] as readonly [string, Buffer];
+        const step = calls[next++] as Step;
+        const [path, body] = typeof step === "function" ? await step(slot) : step;
         const answer = await connection.call(path, body);
         if (answer.status !== 0) {
           throw new Error(`${path} answered ${answer.status}: ${answer.error ?? ""}`);
@@ -179,15 +177,24 @@ async function drive(
 }
 
 /** `n` Health/Check calls. */
-function health(n: number): (readonly [string, Buffer])[] {
+function health(n: number): Call[] {
   const body = requestFrame(HealthCheckRequestSchema, {});
   return Array.from({ length: n }, () => [HEALTH, body] as const);
 }
 
+/** A call: its path and framed body. */
+type Call = readonly [string, Buffer];
+
+/**
+ * A call, or one that a slot makes after work of the bench's own (a change written
+ * straight to Redis, as another instance would: not the service's, so not counted).
+ */
+type Step = Call | ((slot: number) => Promise<Call>);
+
 /** A scenario: its calls, warm-up first, each made of a fresh id where it must be. */
 interface Scenario {
   readonly name: string;
-  readonly calls: (n: number, root: number) => Promise<(readonly [string, Buffer])[]>;
+  readonly calls: (n: number, root: number) => Promise<Step[]>;
 }
 
 const call = <Desc extends DescMessage>(
@@ -231,6 +238,27 @@ function scenarios(redisUrl: string): { list: Scenario[]; close: () => Promise<u
           sessionId: await read(),
         });
         return Array.from({ length: n }, () => body);
+      },
+    },
+    {
+      name: "ListSuggestions right after a change (made by another instance)",
+      calls: async (n, root) => {
+        // A chat of each slot's own, so that every List is right after its slot's change.
+        const chats = ids(`ir-change-${root}`, IN_FLIGHT);
+        await inBatches(chats, IN_FLIGHT, (sessionId) => buildChat(store, sessionId));
+        const steps = chats.map((sessionId) => {
+          const change = changeOfO9(store, sessionId);
+          const list = call("ListSuggestions", ListSuggestionsRequestSchema, { sessionId });
+          return async (): Promise<Call> => {
+            const wrong = await change();
+            if (wrong !== undefined) throw new Error(wrong);
+            return list;
+          };
+        });
+        return Array.from(
+          { length: n },
+          () => (slot: number) => (steps[slot] as () => Promise<Call>)(),
+        );
       },
     },
     {

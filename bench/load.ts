@@ -27,6 +27,7 @@ import { SuggestionStore } from "../server/store/suggestion-store.js";
 import { requestFrame } from "./grpc-frames.js";
 import type { UnaryAnswer } from "./h2-client.js";
 import { FramedGrpcConnection } from "./h2-frames.js";
+import { changeOfO9 } from "./history.js";
 import { latencyOf } from "./stats.js";
 
 /** What one load run does. */
@@ -158,17 +159,13 @@ function listAfterChangeSource(config: LoadConfig): Source {
   const bodies = config.sessions.map((sessionId) =>
     requestFrame(ListSuggestionsRequestSchema, { sessionId }),
   );
-  const dismissed = new Map<number, boolean>();
+  const changes = config.sessions.map((sessionId) => changeOfO9(store, sessionId));
   return (slot) => {
     const chat = slot % config.sessions.length;
-    const sessionId = config.sessions[chat] as string;
-    const outcome = dismissed.get(slot) ? "restored" : "dismissed";
-    dismissed.set(slot, outcome === "dismissed");
-    const change = async () => {
-      const settled = await store.settle(sessionId, "o9", outcome);
-      return settled.kind === "recorded" ? undefined : `change answered ${settled.kind}`;
-    };
-    return [{ change }, { path, body: bodies[chat] as Buffer }];
+    return [
+      { change: changes[chat] as () => Promise<string | undefined> },
+      { path, body: bodies[chat] as Buffer },
+    ];
   };
 }
 

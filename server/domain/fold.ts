@@ -136,13 +136,22 @@ export function listsFromOffers(
   offers: Iterable<OfferRecords>,
 ): SuggestionLists {
   const byId = new Map<string, Suggestion>();
-  for (const { offer, settlement } of offers) {
-    const suggestion = offeredSuggestion(sessionId, offer);
-    if (suggestion.id === "" || byId.has(suggestion.id)) continue;
-    if (settlement !== undefined) applySettlement(suggestion, settlement);
-    byId.set(suggestion.id, suggestion);
+  for (const pair of offers) {
+    const suggestion = offerSuggestion(sessionId, pair);
+    if (suggestion !== undefined && !byId.has(suggestion.id)) byId.set(suggestion.id, suggestion);
   }
   return listsOf(byId);
+}
+
+/** One offer's suggestion, folded from its two records; undefined for an offer of no id. */
+export function offerSuggestion(
+  sessionId: string,
+  { offer, settlement }: OfferRecords,
+): Suggestion | undefined {
+  const suggestion = offeredSuggestion(sessionId, offer);
+  if (suggestion.id === "") return undefined;
+  if (settlement !== undefined) applySettlement(suggestion, settlement);
+  return suggestion;
 }
 
 /** Turns a stream reply (`[[id, [k, v, ...]], ...]`) into records. */

@@ -1,8 +1,8 @@
 import { type Suggestion, SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import {
   type LogRecord,
-  listsFromOffers,
   type OfferRecords,
+  offerSuggestion,
   parseEntries,
   type SuggestionLists,
 } from "../domain/fold.js";
@@ -31,11 +31,19 @@ interface CachedChat {
   lists: SuggestionLists | undefined;
   /** Single suggestions a GetSuggestion read brought (null: no such offer). */
   readonly one: Map<string, Suggestion | null>;
-  /** Suggestions of older versions, reused by the fold where their records are the same. */
-  readonly pool: readonly (Suggestion | null)[];
+  /** The session's folds, of this version and older ones: the same Map for every version. */
+  readonly folded: FoldPool;
 }
 
-/** At most this many suggestions of older versions are kept for reuse per session. */
+/**
+ * The suggestions folded of one session, by the two records each was folded from
+ * (`<offer entry id> <settlement entry id>`), the most recently used last: a fold of
+ * the same records reuses the object, and so its encoding. An entry id names one
+ * record of the stream for good, so equal records, equal suggestion.
+ */
+type FoldPool = Map<string, Suggestion>;
+
+/** At most this many folded suggestions are kept for reuse per session. */
 const POOL_SIZE = 32;
 
 /** Default bound of the cache, in sessions: a chat holds at most 10 short offers. */
@@ -58,45 +66,40 @@ export function offersOf(reply: ScriptReply, from: number): OfferRecords[] {
   return offers;
 }
 
-/** Which records each suggestion was folded from: `<offer entry id> <settlement entry id>`. */
-const recordsOf = new WeakMap<Suggestion, string>();
-
-function freezeSuggestion(suggestion: Suggestion, records: string): Suggestion {
-  if (suggestion.offeredAt) Object.freeze(suggestion.offeredAt);
-  if (suggestion.settledAt) Object.freeze(suggestion.settledAt);
-  recordsOf.set(suggestion, records);
-  return Object.freeze(suggestion);
-}
-
 /**
- * The fold of these offers (`listsFromOffers`, offer by offer: each suggestion is the
- * fold of its own two records), frozen in depth, reusing every suggestion of `known`
- * folded from the same two records: a change of one offer makes one new suggestion,
- * and the others keep their objects, and so their encoding.
+ * The suggestion of each of these offers (`offerSuggestion`: each is the fold of its
+ * own two records), frozen in depth, set in `byId` unless an earlier offer of the fold
+ * set its id (as `listsFromOffers` keeps the first); a fold of the same records in
+ * `pool` is reused, so a change of one offer makes one new suggestion, and the others
+ * keep their objects, and so their encoding.
  */
-function foldReusing(
+function foldInto(
   sessionId: string,
   offers: readonly OfferRecords[],
-  known: Iterable<Suggestion | null>,
-): SuggestionLists {
-  const pool = new Map<string, Suggestion>();
-  for (const suggestion of known) {
-    const records = suggestion === null ? undefined : recordsOf.get(suggestion);
-    if (suggestion !== null && records !== undefined) pool.set(records, suggestion);
-  }
-  const byId = new Map<string, Suggestion>();
+  pool: FoldPool,
+  byId: Map<string, Suggestion>,
+): Map<string, Suggestion> {
   for (const pair of offers) {
     const records = `${pair.offer.entryId} ${pair.settlement?.entryId ?? ""}`;
     let suggestion = pool.get(records);
-    if (suggestion === undefined) {
-      const [made] = listsFromOffers(sessionId, [pair]).byId.values();
-      if (made === undefined) continue;
-      suggestion = freezeSuggestion(made, records);
+    if (suggestion !== undefined) {
+      pool.delete(records);
+    } else {
+      suggestion = offerSuggestion(sessionId, pair);
+      if (suggestion === undefined) continue;
+      freezeSuggestion(suggestion);
     }
-    if (byId.has(suggestion.id)) continue;
-    byId.set(suggestion.id, suggestion);
+    pool.set(records, suggestion);
+    if (pool.size > POOL_SIZE) pool.delete(pool.keys().next().value as string);
+    if (!byId.has(suggestion.id)) byId.set(suggestion.id, suggestion);
   }
-  return listsOf(byId);
+  return byId;
+}
+
+function freezeSuggestion(suggestion: Suggestion): void {
+  if (suggestion.offeredAt) Object.freeze(suggestion.offeredAt);
+  if (suggestion.settledAt) Object.freeze(suggestion.settledAt);
+  Object.freeze(suggestion);
 }
 
 /** The lists of these suggestions, in offer order: open newest first, settled oldest first. */
@@ -114,7 +117,7 @@ function listsOf(byId: Map<string, Suggestion>): SuggestionLists {
 
 /**
  * The lists `held` grown by a readLists-2.lua delta: the offers the new entries named,
- * folded (reusing `known`), in place of the held ones, new ones after them in offer
+ * folded (reusing `pool`), in place of the held ones, new ones after them in offer
  * order; every other suggestion is the held object. Equal to the fold of the whole log,
  * since an offer's standing is the fold of its own records (readLists-2.lua says when a
  * delta is sent; test/store/lists-delta.test.ts).
@@ -123,21 +126,13 @@ function grownLists(
   sessionId: string,
   held: SuggestionLists,
   offers: readonly OfferRecords[],
-  known: Iterable<Suggestion | null>,
+  pool: FoldPool,
 ): SuggestionLists {
   const byId = new Map(held.byId);
-  for (const [id, suggestion] of foldReusing(sessionId, offers, known).byId) {
+  for (const [id, suggestion] of foldInto(sessionId, offers, pool, new Map())) {
     byId.set(id, suggestion);
   }
   return listsOf(byId);
-}
-
-/** Every suggestion an entry holds. */
-function* suggestionsOf(chat: CachedChat | undefined): Iterable<Suggestion | null> {
-  if (chat === undefined) return;
-  yield* chat.pool;
-  if (chat.lists !== undefined) yield* chat.lists.byId.values();
-  yield* chat.one.values();
 }
 
 /**
@@ -189,9 +184,9 @@ export class ListsCache {
     if (reply[1] === "delta") {
       // Sent only against the version of `held`, which the read sent as `have`.
       if (held === undefined) throw new Error("readLists answered a delta to no held lists");
-      chat.lists ??= grownLists(sessionId, held.lists, offersOf(reply, 2), suggestionsOf(chat));
+      chat.lists ??= grownLists(sessionId, held.lists, offersOf(reply, 2), chat.folded);
     }
-    chat.lists ??= foldReusing(sessionId, offersOf(reply, 1), suggestionsOf(chat));
+    chat.lists ??= listsOf(foldInto(sessionId, offersOf(reply, 1), chat.folded, new Map()));
     return { version, lists: chat.lists };
   }
 
@@ -201,8 +196,12 @@ export class ListsCache {
    * Only a guess to announce in: the settle script checks it.
    */
   workspaceOf(sessionId: string, suggestionId: string): string | undefined {
-    for (const suggestion of suggestionsOf(this.#chats.get(sessionId))) {
-      if (suggestion?.id === suggestionId) return suggestion.workspaceId;
+    const chat = this.#chats.get(sessionId);
+    if (chat === undefined) return undefined;
+    const known = chat.lists?.byId.get(suggestionId) ?? chat.one.get(suggestionId);
+    if (known) return known.workspaceId;
+    for (const suggestion of chat.folded.values()) {
+      if (suggestion.id === suggestionId) return suggestion.workspaceId;
     }
     return undefined;
   }
@@ -222,8 +221,8 @@ export class ListsCache {
     }
     const known = chat.lists ? chat.lists.byId.get(suggestionId) : chat.one.get(suggestionId);
     if (known !== undefined) return known;
-    const lists = foldReusing(sessionId, offersOf(reply, 1), suggestionsOf(chat));
-    const suggestion = lists.byId.get(suggestionId) ?? null;
+    const byId = foldInto(sessionId, offersOf(reply, 1), chat.folded, new Map());
+    const suggestion = byId.get(suggestionId) ?? null;
     chat.one.set(suggestionId, suggestion);
     return suggestion;
   }
@@ -233,8 +232,7 @@ export class ListsCache {
     let chat = this.#chats.get(sessionId);
     if (chat !== undefined) this.#chats.delete(sessionId);
     if (chat === undefined || chat.version !== version) {
-      const pool = [...suggestionsOf(chat)].slice(-POOL_SIZE);
-      chat = { version, lists: undefined, one: new Map(), pool };
+      chat = { version, lists: undefined, one: new Map(), folded: chat?.folded ?? new Map() };
     }
     this.#chats.set(sessionId, chat);
     if (this.#chats.size > this.maxSessions) {

@@ -38,22 +38,27 @@ function messageFields(schema: DescMessage): Parts {
   return parts;
 }
 
-function varint(value: number, out: number[]): void {
-  let v = value;
-  while (v > 0x7f) {
-    out.push((v & 0x7f) | 0x80);
-    v >>>= 7;
-  }
-  out.push(v);
+/** The bytes of `value` as a varint. */
+function varintSize(value: number): number {
+  let size = 1;
+  for (let v = value >>> 7; v > 0; v >>>= 7) size++;
+  return size;
 }
 
-/** One length-delimited field: tag, length, bytes. */
-function field(number: number, bytes: Uint8Array, parts: Uint8Array[]): void {
-  const head: number[] = [];
-  varint((number << 3) | 2, head);
-  varint(bytes.length, head);
-  parts.push(Buffer.from(head), bytes);
+/** Writes `value` as a varint at `at`; answers the offset after it. */
+function writeVarint(out: Uint8Array, at: number, value: number): number {
+  let v = value;
+  let i = at;
+  while (v > 0x7f) {
+    out[i++] = (v & 0x7f) | 0x80;
+    v >>>= 7;
+  }
+  out[i++] = v;
+  return i;
 }
+
+/** A gRPC frame's head: a flags byte and the message's length (4 bytes, big-endian). */
+const FRAME_HEAD = 5;
 
 /**
  * A message's binary encoding; a frozen one's is kept and reused, and frozen
@@ -61,33 +66,88 @@ function field(number: number, bytes: Uint8Array, parts: Uint8Array[]): void {
  * same message: its other fields first, then each message field in declaration order.
  */
 export function encodeMessage(schema: DescMessage, message: Message): Uint8Array {
+  return encodeAfter(schema, message, 0);
+}
+
+/**
+ * A message's gRPC frame (uncompressed): `encodeMessage`'s bytes after the frame's
+ * head, written in the same buffer when the message is encoded from its parts.
+ */
+export function encodeFrame(schema: DescMessage, message: Message): Buffer {
+  return headed(encodeAfter(schema, message, FRAME_HEAD));
+}
+
+/** Bytes encoded elsewhere in a gRPC frame: a copy after the frame's head. */
+export function frameBytes(bytes: Uint8Array): Buffer {
+  return headed(withHeadroom(bytes, FRAME_HEAD));
+}
+
+/** Writes a frame's head (flags 0, the length of what follows) in its first bytes. */
+function headed(frame: Uint8Array): Buffer {
+  const out = Buffer.from(frame.buffer, frame.byteOffset, frame.length);
+  out[0] = 0;
+  out.writeUInt32BE(frame.length - FRAME_HEAD, 1);
+  return out;
+}
+
+/** `bytes` after `headroom` bytes left free (`bytes` itself for none). */
+function withHeadroom(bytes: Uint8Array, headroom: number): Uint8Array {
+  if (headroom === 0) return bytes;
+  const out = Buffer.allocUnsafe(headroom + bytes.length);
+  out.set(bytes, headroom);
+  return out;
+}
+
+/** `encodeMessage`'s bytes, after `headroom` free bytes in the same buffer. */
+function encodeAfter(schema: DescMessage, message: Message, headroom: number): Uint8Array {
   const frozen = Object.isFrozen(message);
   const known = frozen ? bytesOf.get(message) : undefined;
-  if (known !== undefined) return known;
+  if (known !== undefined) return withHeadroom(known, headroom);
   const { fields, all } = messageFields(schema);
-  let bytes: Uint8Array;
+  let out: Uint8Array;
   if (fields.length === 0 || !(frozen || holdsFrozen(message, fields))) {
-    bytes = toBinary(schema, message);
+    out = withHeadroom(toBinary(schema, message), headroom);
   } else {
     const record = message as unknown as Record<string, unknown>;
-    const parts: Uint8Array[] = [];
+    let rest: Uint8Array | undefined;
     if (!all || record.$unknown !== undefined) {
-      const rest: Record<string, unknown> = { ...record };
-      for (const f of fields) rest[f.localName] = f.fieldKind === "list" ? [] : undefined;
-      parts.push(toBinary(schema, rest as unknown as Message));
+      const others: Record<string, unknown> = { ...record };
+      for (const f of fields) others[f.localName] = f.fieldKind === "list" ? [] : undefined;
+      rest = toBinary(schema, others as unknown as Message);
     }
+    // Each sub-message's tag and bytes, then one buffer of them all.
+    const tags: number[] = [];
+    const parts: Uint8Array[] = [];
+    let size = rest?.length ?? 0;
     for (const f of fields) {
       const sub = f.message as DescMessage;
       const value = record[f.localName];
       const values = (
         f.fieldKind === "list" ? value : value === undefined ? [] : [value]
       ) as Message[];
-      for (const v of values) field(f.number, encodeMessage(sub, v), parts);
+      const tag = (f.number << 3) | 2;
+      for (const v of values) {
+        const bytes = encodeAfter(sub, v, 0);
+        tags.push(tag);
+        parts.push(bytes);
+        size += varintSize(tag) + varintSize(bytes.length) + bytes.length;
+      }
     }
-    bytes = Buffer.concat(parts);
+    out = Buffer.allocUnsafe(headroom + size);
+    let at = headroom;
+    if (rest !== undefined) {
+      out.set(rest, at);
+      at += rest.length;
+    }
+    for (let i = 0; i < parts.length; i++) {
+      const bytes = parts[i] as Uint8Array;
+      at = writeVarint(out, writeVarint(out, at, tags[i] as number), bytes.length);
+      out.set(bytes, at);
+      at += bytes.length;
+    }
   }
-  if (frozen) bytesOf.set(message, bytes);
-  return bytes;
+  if (frozen) bytesOf.set(message, headroom === 0 ? out : out.subarray(headroom));
+  return out;
 }
 
 /** Whether a message field of a (not frozen) message holds a frozen message. */

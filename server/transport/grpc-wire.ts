@@ -3,7 +3,7 @@ import { create, type DescMessage, isMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { encodingOf } from "../codec/encoded-message.js";
-import { encodedFrame, encodeMessage, keepFrame } from "./encoded-once.js";
+import { encodedFrame, encodeFrame, frameBytes, keepFrame } from "./encoded-once.js";
 import { encodeGrpcMessage } from "./grpc-message.js";
 import { parseRequestMessage } from "./request-message.js";
 
@@ -19,11 +19,8 @@ export function frameOf(schema: DescMessage, result: unknown): Buffer {
   const known = encodedFrame(output);
   if (known !== undefined) return known;
   // A handler may have attached the message's encoding (codec/encoded-message.ts).
-  const bytes = encodingOf(output) ?? encodeMessage(schema, output);
-  const frame = Buffer.allocUnsafe(5 + bytes.length);
-  frame[0] = 0;
-  frame.writeUInt32BE(bytes.length, 1);
-  frame.set(bytes, 5);
+  const attached = encodingOf(output);
+  const frame = attached === undefined ? encodeFrame(schema, output) : frameBytes(attached);
   keepFrame(output, frame);
   return frame;
 }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
+import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
 import { sessionKeys } from "../../server/store/keys.js";
 import { ListsCache } from "../../server/store/lists-cache.js";
@@ -59,6 +60,41 @@ test("one version's lists are one frozen object for every read; a change makes n
   expect(second).not.toBe(first);
   expect(second.open.map((s) => s.id)).toEqual(["b", "a"]);
   expect(await store.suggestion(sessionId, "nope")).toBeUndefined();
+  const keys = sessionKeys(sessionId);
+  await redis.del(keys.log, keys.projection);
+});
+
+test("a change of one offer makes one new suggestion: the others stay the objects read before", async () => {
+  const writer = new SuggestionStore(redis);
+  const reader = new SuggestionStore(redis);
+  const sessionId = uniqueId("reuse");
+  for (const id of ["a", "b", "c"]) await offer(writer, sessionId, id);
+  const first = await reader.lists(sessionId);
+  const [a, b, c] = ["a", "b", "c"].map((id) => first.byId.get(id));
+
+  // A delta (one entry since the version held).
+  expect((await writer.settle(sessionId, "b", "dismissed")).kind).toBe("recorded");
+  const second = await reader.lists(sessionId);
+  expect(second.open.map((s) => s.id)).toEqual(["c", "a"]);
+  expect(second.byId.get("a")).toBe(a);
+  expect(second.byId.get("c")).toBe(c);
+  expect(second.byId.get("b")).not.toBe(b);
+  expect(second.settled.map((s) => s.id)).toEqual(["b"]);
+
+  // A whole fold (more entries than a delta carries): the same objects still.
+  for (let i = 0; i < 34; i++) {
+    const outcome = i % 2 === 0 ? "restored" : "dismissed";
+    expect((await writer.settle(sessionId, "b", outcome)).kind).toBe("recorded");
+  }
+  const third = await reader.lists(sessionId);
+  expect(third.open.map((s) => s.id)).toEqual(["c", "a"]);
+  expect(third.byId.get("a")).toBe(a);
+  expect(third.byId.get("c")).toBe(c);
+
+  // GetSuggestion of a new version reuses the fold too.
+  expect((await writer.settle(sessionId, "b", "restored")).kind).toBe("recorded");
+  expect(await reader.suggestion(sessionId, "a")).toBe(a);
+  expect((await reader.suggestion(sessionId, "b"))?.state).toBe(SuggestionState.OPEN);
   const keys = sessionKeys(sessionId);
   await redis.del(keys.log, keys.projection);
 });

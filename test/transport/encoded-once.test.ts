@@ -6,7 +6,7 @@ import {
   DismissSuggestionResponseSchema,
   ListSuggestionsResponseSchema,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
-import { encodeMessage } from "../../server/transport/encoded-once.js";
+import { encodeFrame, encodeMessage, frameBytes } from "../../server/transport/encoded-once.js";
 
 const suggestion = (id: string, settled: boolean) =>
   create(SuggestionSchema, {
@@ -72,4 +72,35 @@ test("a message that is not frozen is encoded afresh, as toBinary encodes it", (
   expect(fromBinary(SuggestionSchema, encodeMessage(SuggestionSchema, message)).title).toBe(
     "changed",
   );
+});
+
+test("a frame is the flags byte, the length and the message's bytes, the frozen ones' kept", () => {
+  const head = (frame: Buffer) => [frame[0], frame.readUInt32BE(1)];
+  // From its parts (frozen), more than 127 bytes so that lengths take two varint bytes.
+  const list = deepFreeze(
+    create(ListSuggestionsResponseSchema, {
+      open: ["a", "b", "c", "d"].map((id) => suggestion(id, false)),
+      settled: [suggestion("e", true)],
+    }),
+  );
+  const frame = encodeFrame(ListSuggestionsResponseSchema, list);
+  const bytes = toBinary(ListSuggestionsResponseSchema, list);
+  expect(bytes.length).toBeGreaterThan(127);
+  expect(head(frame)).toEqual([0, frame.length - 5]);
+  expect(fromBinary(ListSuggestionsResponseSchema, frame.subarray(5))).toEqual(
+    fromBinary(ListSuggestionsResponseSchema, bytes),
+  );
+  expect(Buffer.from(encodeMessage(ListSuggestionsResponseSchema, list))).toEqual(
+    frame.subarray(5),
+  );
+  // A frame of bytes kept before: the same bytes again.
+  expect(encodeFrame(ListSuggestionsResponseSchema, list)).toEqual(frame);
+  // Not frozen: toBinary's bytes.
+  const message = suggestion("f", true);
+  const loose = encodeFrame(SuggestionSchema, message);
+  expect(head(loose)).toEqual([0, loose.length - 5]);
+  expect(loose.subarray(5)).toEqual(Buffer.from(toBinary(SuggestionSchema, message)));
+  // Bytes encoded elsewhere.
+  const framed = frameBytes(new Uint8Array([8, 1]));
+  expect([...framed]).toEqual([0, 0, 0, 0, 2, 8, 1]);
 });
