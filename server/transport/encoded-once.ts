@@ -15,8 +15,11 @@ const frames = new WeakMap<object, Buffer>();
 
 /**
  * The message fields of a schema that are encoded from their parts (no oneof, no
- * groups), and whether they are all its fields (then a message with no unknown fields
- * has nothing else to encode).
+ * groups, and of a type that holds message fields itself), and whether they are all its
+ * fields (then a message with no unknown fields has nothing else to encode). A leaf,
+ * such as a suggestion's Timestamps, is cheaper to encode in place than apart: a
+ * suggestion is one `toBinary`, where from its parts it was a copy of its other fields
+ * and three.
  */
 interface Parts {
   readonly fields: readonly DescField[];
@@ -24,13 +27,19 @@ interface Parts {
 }
 const partsOf = new WeakMap<DescMessage, Parts>();
 
+/** A message field, or a list of messages, in the length-delimited encoding. */
+function holdsMessages(f: DescField): boolean {
+  return (
+    (f.fieldKind === "message" && f.oneof === undefined && !f.delimitedEncoding) ||
+    (f.fieldKind === "list" && f.listKind === "message" && !f.delimitedEncoding)
+  );
+}
+
 function messageFields(schema: DescMessage): Parts {
   let parts = partsOf.get(schema);
   if (parts === undefined) {
     const fields = schema.fields.filter(
-      (f) =>
-        (f.fieldKind === "message" && f.oneof === undefined && !f.delimitedEncoding) ||
-        (f.fieldKind === "list" && f.listKind === "message" && !f.delimitedEncoding),
+      (f) => holdsMessages(f) && (f.message as DescMessage).fields.some(holdsMessages),
     );
     parts = { fields, all: fields.length === schema.fields.length };
     partsOf.set(schema, parts);
