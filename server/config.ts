@@ -39,11 +39,13 @@ export interface ServiceConfig {
   /** Unary binary gRPC answered straight on HTTP/2 streams (server/transport/grpc-fast-path.ts). */
   readonly grpcFastPath: boolean;
   /**
-   * On a single Redis, an append makes its workspace inbox announcement in the same
-   * script (store/scripts.ts `announcedForm`); false: in a call of its own, as on a
-   * cluster always.
+   * On a single Redis, scripts may write keys of several cluster slots in one step: an
+   * append makes its workspace inbox announcement itself (store/scripts.ts
+   * `announcedForm`), and a Start on the embedded host creates the chat, records
+   * `started` and posts the brief in one script (lua/settleStartEmbedded-9.lua); false:
+   * each a call of its own, as on a cluster always.
    */
-  readonly announceInAppend: boolean;
+  readonly singleRedisScripts: boolean;
   /** The lifetime of a Start's single-flight lock, in ms; its holder renews it. */
   readonly startLockTtlMs: number;
   /** The longest a Start holds its lock by renewing it, in ms; then it lapses. */
@@ -83,7 +85,7 @@ export const defaultConfig: Readonly<ServiceConfig> = Object.freeze({
   tlsKeyFile: undefined,
   logLevel: "info",
   grpcFastPath: true,
-  announceInAppend: true,
+  singleRedisScripts: true,
   startLockTtlMs: defaultStartLockSettings.ttlMs,
   startLockMaxHoldMs: defaultStartLockSettings.maxHoldMs,
   chatHostTimeoutMs: 10_000,
@@ -210,7 +212,7 @@ export function configFromEnv(env: Env, openFileLimit?: number): ServiceConfig {
     tlsKeyFile: tls.key,
     logLevel,
     grpcFastPath: flag(env, "GRPC_FAST_PATH", defaultConfig.grpcFastPath),
-    announceInAppend: flag(env, "INBOX_ANNOUNCE_IN_APPEND", defaultConfig.announceInAppend),
+    singleRedisScripts: flag(env, "SINGLE_REDIS_SCRIPTS", defaultConfig.singleRedisScripts),
     port: integer(env, "PORT", defaultConfig.port, 0, 65535),
     redisUrl: redisUrl(env, "REDIS_URL"),
     chatHostUrl: url(env, "CHAT_HOST_URL", ["http:", "https:"]),

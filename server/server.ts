@@ -63,7 +63,7 @@ export type ServerSettings = Pick<
       | "logLevel"
       | "chatHostToken"
       | "grpcFastPath"
-      | "announceInAppend"
+      | "singleRedisScripts"
       | "inspectorDir"
     >
   > & {
@@ -162,9 +162,10 @@ function createParts(settings: ServerSettings): Parts {
     // The cap on a unary call's own work; a longer caller's deadline is accepted.
     maxDeadlineMs: settings.maxTimeoutMs,
   };
+  const singleRedisScripts = !redis.isCluster && (settings.singleRedisScripts ?? true);
   const store = new SuggestionStore(
     redis,
-    new WorkspaceInbox(redis, { announceInAppend: settings.announceInAppend ?? true }),
+    new WorkspaceInbox(redis, { announceInAppend: singleRedisScripts }),
   );
   // One subscriber connection for every watcher and every Start waiting on a lock of
   // this instance (test/e2e/watch-scale.test.ts, test/rpc/start-concurrency.test.ts).
@@ -191,6 +192,7 @@ function createParts(settings: ServerSettings): Parts {
   const stopLogFlush = () => logOut?.stop();
   return {
     ...{ telemetry, redis, store, host, embeddedHost, watchHub, startLocks, pipeline },
+    startInOneScript: embeddedHost !== undefined && singleRedisScripts,
     ...{ pubsub, stopOutageLog, stopLogFlush },
   };
 }

@@ -30,6 +30,7 @@ import {
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { requireId, requireIdempotencyKey } from "../domain/ids.js";
 import { hostKeys } from "../store/keys.js";
+import type { EmbeddedChatWrite, EmbeddedMessageWrite } from "../store/start-steps.js";
 import type { ChatHost } from "./chat-host.js";
 
 /**
@@ -91,6 +92,19 @@ export class EmbeddedChatHost implements ChatHost {
   async createChat(
     request: MessageInitShape<typeof CreateChatRequestSchema>,
   ): Promise<CreateChatResponse> {
+    const write = this.chatWrite(request);
+    await this.call(() =>
+      this.redis.createChat(write.keys.chat, write.keys.session, write.chat, write.session),
+    );
+    return create(CreateChatResponseSchema, { chatId: write.chatId });
+  }
+
+  /**
+   * What `createChat` writes for a request, checked as it checks it: the chat's id,
+   * keys and records; a Start on a single Redis writes them in its `started` step
+   * (store/start-steps.ts `settleStart`).
+   */
+  chatWrite(request: MessageInitShape<typeof CreateChatRequestSchema>): EmbeddedChatWrite {
     const req = create(CreateChatRequestSchema, request);
     const key = requireIdempotencyKey("idempotency_key", req.idempotencyKey);
     const workspaceId = requireId("workspace_id", req.workspaceId);
@@ -104,16 +118,12 @@ export class EmbeddedChatHost implements ChatHost {
       folder: FolderKind.NORMAL,
       settings,
     });
-    const keys = hostKeys(chatId);
-    await this.call(() =>
-      this.redis.createChat(
-        keys.chat,
-        keys.session,
-        Buffer.from(toBinary(ChatSchema, chat)),
-        Buffer.from(toBinary(SessionSchema, session)),
-      ),
-    );
-    return create(CreateChatResponseSchema, { chatId });
+    return {
+      chatId,
+      keys: hostKeys(chatId),
+      chat: Buffer.from(toBinary(ChatSchema, chat)),
+      session: Buffer.from(toBinary(SessionSchema, session)),
+    };
   }
 
   /**
@@ -124,6 +134,26 @@ export class EmbeddedChatHost implements ChatHost {
   async postMessage(
     request: MessageInitShape<typeof PostMessageRequestSchema>,
   ): Promise<PostMessageResponse> {
+    const { chatId, write } = this.messageWrite(request);
+    const keys = hostKeys(chatId);
+    const status = await this.call(() =>
+      this.redis.postMessage(
+        keys.session,
+        keys.messageIds,
+        keys.messages,
+        write.messageId,
+        write.message,
+      ),
+    );
+    if (status === PostStatus.NoChat) throw noChat(chatId);
+    return create(PostMessageResponseSchema, { messageId: write.messageId });
+  }
+
+  /** What `postMessage` writes for a request, checked as it checks it, and to which chat. */
+  messageWrite(request: MessageInitShape<typeof PostMessageRequestSchema>): {
+    readonly chatId: string;
+    readonly write: EmbeddedMessageWrite;
+  } {
     const req = create(PostMessageRequestSchema, request);
     const key = requireIdempotencyKey("idempotency_key", req.idempotencyKey);
     const chatId = requireId("chat_id", req.chatId);
@@ -140,18 +170,10 @@ export class EmbeddedChatHost implements ChatHost {
       text: req.text,
       origin: checkOrigin(req.origin),
     });
-    const keys = hostKeys(chatId);
-    const status = await this.call(() =>
-      this.redis.postMessage(
-        keys.session,
-        keys.messageIds,
-        keys.messages,
-        messageId,
-        Buffer.from(toBinary(ChatMessageSchema, message)),
-      ),
-    );
-    if (status === PostStatus.NoChat) throw noChat(chatId);
-    return create(PostMessageResponseSchema, { messageId });
+    return {
+      chatId,
+      write: { messageId, message: Buffer.from(toBinary(ChatMessageSchema, message)) },
+    };
   }
 
   /**

@@ -22,7 +22,7 @@ import type { ChatHost } from "../host/chat-host.js";
 import type { EmbeddedChatHost } from "../host/embedded-host.js";
 import type { HeldStartLock } from "../store/held-start-lock.js";
 import { newLockToken, type StartLocks } from "../store/start-locks.js";
-import { beginStart, settleStart } from "../store/start-steps.js";
+import { beginStart, type StartSettled, settleStart } from "../store/start-steps.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import {
   dependencyError,
@@ -44,6 +44,11 @@ export interface StartSuggestionDeps {
    * session's slot, so the first step reads it in the same script as the suggestion.
    */
   readonly embeddedHost?: EmbeddedChatHost | undefined;
+  /**
+   * With the embedded host on a single Redis: the holder's CreateChat, `started` and
+   * PostMessage are one script (store/start-steps.ts `settleStart`'s `embedded`).
+   */
+  readonly startInOneScript?: boolean;
 }
 
 /**
@@ -168,23 +173,34 @@ async function startHeld(
   lock: HeldStartLock,
 ): Promise<StartSuggestionResponse> {
   const { sessionId, id: suggestionId } = suggestion;
+  const chatRequest = {
+    idempotencyKey: startIdempotencyKeys(sessionId, suggestionId).chat,
+    workspaceId: session.workspaceId,
+    title: suggestion.title,
+    settings: startedChatSettings(session.settings),
+    origin: { sessionId, suggestionId },
+  };
   try {
-    const { chatId } = await hostCall(() =>
-      deps.host.createChat({
-        idempotencyKey: startIdempotencyKeys(sessionId, suggestionId).chat,
-        workspaceId: session.workspaceId,
-        title: suggestion.title,
-        settings: startedChatSettings(session.settings),
-        origin: { sessionId, suggestionId },
-      }),
-    );
-    if (!isValidId(chatId)) {
-      throw new ConnectError("the chat host answered an unusable chat id", Code.Internal);
+    let settled: StartSettled;
+    if (deps.startInOneScript === true && deps.embeddedHost !== undefined) {
+      // The three steps in the design's order, as one script (lua/settleStartEmbedded-9.lua).
+      const chat = deps.embeddedHost.chatWrite(chatRequest);
+      const { write: brief } = deps.embeddedHost.messageWrite(
+        briefRequest(suggestion, chat.chatId),
+      );
+      settled = await storeCall(() =>
+        settleStart(deps.store, sessionId, suggestionId, chat.chatId, lock.token, { chat, brief }),
+      );
+    } else {
+      const { chatId } = await hostCall(() => deps.host.createChat(chatRequest));
+      if (!isValidId(chatId)) {
+        throw new ConnectError("the chat host answered an unusable chat id", Code.Internal);
+      }
+      // The `started` step ends the lock in the same script (lua/settleStart-5.lua).
+      settled = await storeCall(() =>
+        settleStart(deps.store, sessionId, suggestionId, chatId, lock.token),
+      );
     }
-    // The `started` step ends the lock in the same script (lua/settleStart-5.lua).
-    const settled: Awaited<ReturnType<typeof settleStart>> = await storeCall(() =>
-      settleStart(deps.store, sessionId, suggestionId, chatId, lock.token),
-    );
     lock.ended();
     const { kind, state } = settled.outcome;
     switch (kind) {
@@ -193,7 +209,7 @@ async function startHeld(
         // `already`: an earlier holder (stalled past its lock, or crashed after this
         // step) recorded it; the recorded chat is the one, and its brief is made sure of.
         const started = foundSuggestion(settled.suggestion, suggestionId);
-        await postBrief(deps.host, started, started.chatId);
+        if (!settled.briefPosted) await postBrief(deps.host, started, started.chatId);
         return create(StartSuggestionResponseSchema, {
           chatId: started.chatId,
           suggestion: started,
@@ -269,14 +285,17 @@ async function readSuggestion(
  * refuse it. Idempotent by key: however many Starts post it, the chat has it once.
  */
 async function postBrief(host: ChatHost, suggestion: Suggestion, chatId: string): Promise<void> {
+  await hostCall(() => host.postMessage(briefRequest(suggestion, chatId)));
+}
+
+/** The brief's PostMessage request for a suggestion's chat. */
+function briefRequest(suggestion: Suggestion, chatId: string) {
   const { sessionId, id: suggestionId } = suggestion;
-  await hostCall(() =>
-    host.postMessage({
-      idempotencyKey: startIdempotencyKeys(sessionId, suggestionId).brief,
-      chatId,
-      text: suggestion.brief,
-      author: MessageAuthor.SUGGESTION,
-      origin: { sessionId, suggestionId },
-    }),
-  );
+  return {
+    idempotencyKey: startIdempotencyKeys(sessionId, suggestionId).brief,
+    chatId,
+    text: suggestion.brief,
+    author: MessageAuthor.SUGGESTION,
+    origin: { sessionId, suggestionId },
+  };
 }

@@ -16,6 +16,11 @@ export interface ScriptSource {
    * another slot than the workspace's (a single Redis only: `announcedForm`).
    */
   readonly announces?: string;
+  /**
+   * Its keys span slots of a cluster (an announced form, or a `--- @single-redis`
+   * script): run only on a single Redis.
+   */
+  readonly singleRedis?: true;
 }
 
 /**
@@ -25,7 +30,8 @@ export interface ScriptSource {
  * line inlines another script's whole text (a script that runs it after checks of its
  * own, as settleAndRead-3.lua runs settle-3.lua). A script with a `--- @announced <i>`
  * line (an append that carries an inbox token as its ARGV[i]) also gives its
- * `<name>Announced` form (`announcedForm`). Any other `.lua` name throws.
+ * `<name>Announced` form (`announcedForm`); a `--- @single-redis` line marks a script
+ * whose keys span a cluster's slots. Any other `.lua` name throws.
  */
 export function loadScripts(dir: URL = LUA_DIR): readonly ScriptSource[] {
   const include = (name: string) => readFileSync(new URL(`includes/${name}.lua`, dir), "utf8");
@@ -39,10 +45,11 @@ export function loadScripts(dir: URL = LUA_DIR): readonly ScriptSource[] {
       const match = /^([a-zA-Z]+)-(\d+)\.lua$/.exec(file);
       if (!match) throw new Error(`script file ${file} is not named <name>-<numKeys>.lua`);
       const text = readFileSync(new URL(file, dir), "utf8");
-      const script = {
+      const script: ScriptSource = {
         name: match[1] as string,
         numberOfKeys: Number(match[2]),
         lua: inline(text),
+        ...(/^--- @single-redis$/m.test(text) ? { singleRedis: true } : {}),
       };
       const token = /^--- @announced (\d+)$/m.exec(text);
       if (token === null) return [script];
@@ -71,7 +78,13 @@ ARGV[#ARGV] = nil
 ARGV[#ARGV] = nil
 ARGV[${tokenArg}] = announcedToken
 ${script.lua}`;
-  return { name: `${script.name}Announced`, numberOfKeys: n + 2, lua, announces: script.name };
+  return {
+    name: `${script.name}Announced`,
+    numberOfKeys: n + 2,
+    lua,
+    announces: script.name,
+    singleRedis: true,
+  };
 }
 
 /** `text` with its `--- @script` lines replaced by those scripts' texts, theirs too. */
@@ -184,6 +197,22 @@ declare module "ioredis" {
       channel: string,
       ...argv: string[]
     ): Result<[ScriptReply, ScriptReply, number], Context>;
+    /**
+     * lua/settleStartEmbedded-9.lua (a single Redis only): `{ settleStart-5.lua's three,
+     * posted }`.
+     */
+    settleStartEmbedded(
+      log: string,
+      projection: string,
+      changes: string,
+      lock: string,
+      channel: string,
+      chat: string,
+      chatSession: string,
+      messageIds: string,
+      messages: string,
+      ...argv: (string | Buffer)[]
+    ): Result<[ScriptReply, ScriptReply, number, number], Context>;
     /** lua/extendLock-1.lua: 1 when the caller still holds the lock. */
     extendLock(lock: string, token: string, ttlMs: string): Result<number, Context>;
     /** lua/releaseLock-2.lua: 1 when the caller held the lock. */

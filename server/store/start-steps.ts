@@ -1,5 +1,5 @@
 import type { Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import { hostKeys, sessionKeys, startLockKey, startResultChannel } from "./keys.js";
+import { type HostKeys, hostKeys, sessionKeys, startLockKey, startResultChannel } from "./keys.js";
 import { type SettleOutcome, settleArgs } from "./script-replies.js";
 import type { ScriptReply } from "./scripts.js";
 import { startResultMessage } from "./start-lock-protocol.js";
@@ -50,10 +50,40 @@ export async function beginStart(
 }
 
 /**
+ * The embedded host's writes of a started chat, as its createChat-2.lua and
+ * postMessage-3.lua make them (host/embedded-host.ts `chatWrite`, `messageWrite`).
+ */
+export interface EmbeddedChatWrite {
+  readonly chatId: string;
+  readonly keys: HostKeys;
+  /** The serialized Chat and Session. */
+  readonly chat: Buffer;
+  readonly session: Buffer;
+}
+
+/** The embedded host's write of a message (postMessage-3.lua's arguments). */
+export interface EmbeddedMessageWrite {
+  readonly messageId: string;
+  /** The serialized ChatMessage. */
+  readonly message: Buffer;
+}
+
+/** What the `started` step left: the outcome, the suggestion, and whether the brief is in. */
+export interface StartSettled {
+  readonly outcome: SettleOutcome;
+  readonly suggestion: Suggestion | undefined;
+  /** The brief was posted (or found posted) in the same step (`settleStart`'s `embedded`). */
+  readonly briefPosted: boolean;
+}
+
+/**
  * StartSuggestion's `started` step and the end of the holder's lock as one script
  * (lua/settleStart-5.lua): `settleAndRead` with outcome started, after which the lock is
  * released with `<suggestion_id> released` (announced in the offer's workspace first,
- * as every settlement is; the lock stays held through that).
+ * as every settlement is; the lock stays held through that). With `embedded` (the
+ * embedded host on a single Redis, whose keys the step may touch with the session's),
+ * the chat's creation before it and the brief's post after it are in the same script
+ * (lua/settleStartEmbedded-9.lua): one round trip for the three.
  */
 export function settleStart(
   store: SuggestionStore,
@@ -61,26 +91,44 @@ export function settleStart(
   suggestionId: string,
   chatId: string,
   lockToken: string,
-): Promise<{ readonly outcome: SettleOutcome; readonly suggestion: Suggestion | undefined }> {
+  embedded?: { readonly chat: EmbeddedChatWrite; readonly brief: EmbeddedMessageWrite },
+): Promise<StartSettled> {
   const keys = sessionKeys(sessionId);
+  const settleKeys = [
+    keys.log,
+    keys.projection,
+    keys.changes,
+    startLockKey(sessionId, suggestionId),
+    startResultChannel(sessionId),
+  ];
   return store.announcedSettle(sessionId, suggestionId, async (at) => {
-    const [settleReply, readReply] = await callAppend<Promise<[ScriptReply, ScriptReply, number]>>(
-      store.redis,
-      "settleStart",
-      [
-        keys.log,
-        keys.projection,
-        keys.changes,
-        startLockKey(sessionId, suggestionId),
-        startResultChannel(sessionId),
-      ],
-      [
-        ...settleArgs(suggestionId, "started", chatId, at.token, at.workspace),
-        lockToken,
-        startResultMessage(suggestionId, "released"),
-      ],
-      at,
-    );
-    return store.settledRead(sessionId, suggestionId, settleReply, readReply);
+    const settleArgv = [
+      ...settleArgs(suggestionId, "started", chatId, at.token, at.workspace),
+      lockToken,
+      startResultMessage(suggestionId, "released"),
+    ];
+    let reply: [ScriptReply, ScriptReply, number, number?];
+    if (embedded === undefined) {
+      reply = await callAppend(store.redis, "settleStart", settleKeys, settleArgv, at);
+    } else {
+      const { chat, brief } = embedded;
+      reply = await callAppend(
+        store.redis,
+        "settleStartEmbedded",
+        [
+          ...settleKeys,
+          chat.keys.chat,
+          chat.keys.session,
+          chat.keys.messageIds,
+          chat.keys.messages,
+        ],
+        [...settleArgv, chat.chat, chat.session, brief.messageId, brief.message],
+        at,
+      );
+    }
+    const settled = store.settledRead(sessionId, suggestionId, reply[0], reply[1]);
+    if ("fenced" in settled) return settled;
+    // postMessage-3.lua's 0 (posted now) or 1 (already posted); -1: not run.
+    return { ...settled, briefPosted: reply[3] === 0 || reply[3] === 1 };
   });
 }

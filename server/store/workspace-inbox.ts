@@ -280,7 +280,13 @@ export interface InboxToken {
 export const NO_TOKEN: InboxToken = { token: "", workspace: "" };
 
 /** The appends that carry an inbox token: each has a `<name>Announced` form. */
-export type AnnouncedScript = "offer" | "settle" | "settleAndRead" | "settleStart" | "withdraw";
+export type AnnouncedScript =
+  | "offer"
+  | "settle"
+  | "settleAndRead"
+  | "settleStart"
+  | "settleStartEmbedded"
+  | "withdraw";
 
 /**
  * Calls the append `script` on `target` (a client, or a MULTI being built) with its keys
@@ -291,14 +297,15 @@ export function callAppend<R>(
   target: object,
   script: AnnouncedScript,
   keys: readonly string[],
-  args: readonly string[],
+  args: readonly (string | Buffer)[],
   at: InboxToken,
 ): R {
-  const commands = target as Record<string, (...argv: string[]) => R>;
+  type Command = (...argv: (string | Buffer)[]) => R;
+  const commands = target as Record<string, Command>;
   if (at.inAppend === undefined)
-    return (commands[script] as (...argv: string[]) => R).call(target, ...keys, ...args);
+    return (commands[script] as Command).call(target, ...keys, ...args);
   const [chats, pending, session, minimum] = at.inAppend;
-  const announced = commands[`${script}Announced`] as (...argv: string[]) => R;
+  const announced = commands[`${script}Announced`] as Command;
   return announced.call(target, ...keys, chats, pending, ...args, session, minimum);
 }
 

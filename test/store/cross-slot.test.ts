@@ -53,7 +53,7 @@ afterAll(async () => {
 // service makes it in the append, store/scripts.ts `announcedForm`; never on a cluster).
 const t = useTestServer({
   redisUrl: () => flow.url,
-  settings: { startLockTtlMs: 60, announceInAppend: false },
+  settings: { startLockTtlMs: 60, singleRedisScripts: false },
 });
 
 /** Every call of the service, with a few races, so that every script and path runs. */
@@ -296,7 +296,7 @@ test("every script, transaction and command of the full flow touches one slot, t
   );
   // The announced forms span a chat's slot and its workspace's: a single Redis only
   // (test/store/announce-in-append.test.ts).
-  for (const script of loadScripts().filter((s) => s.announces === undefined)) {
+  for (const script of loadScripts().filter((s) => s.singleRedis === undefined)) {
     const sha = createHash("sha1").update(script.lua).digest("hex");
     expect(
       ran.has(sha),

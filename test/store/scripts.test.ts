@@ -27,12 +27,13 @@ function scriptsFolder(files: Record<string, string>): URL {
 
 test("the service's scripts: each named by its file, with its number of keys", () => {
   const scripts = Object.fromEntries(loadScripts().map((s) => [s.name, s.numberOfKeys]));
-  // With the announced forms of the five appends that carry an inbox token: two more keys.
+  // With the announced forms of the six appends that carry an inbox token: two more keys.
   expect(scripts).toEqual({
     offerAnnounced: 5,
     settleAnnounced: 5,
     settleAndReadAnnounced: 5,
     settleStartAnnounced: 7,
+    settleStartEmbeddedAnnounced: 11,
     withdrawAnnounced: 5,
     announce: 2,
     beginStart: 4,
@@ -49,9 +50,26 @@ test("the service's scripts: each named by its file, with its number of keys", (
     settle: 3,
     settleAndRead: 3,
     settleStart: 5,
+    settleStartEmbedded: 9,
     settlements: 2,
     withdraw: 3,
   });
+});
+
+test("only the announced forms and settleStartEmbedded span slots: a single Redis runs them alone", () => {
+  const spanning = loadScripts()
+    .filter((s) => s.singleRedis === true)
+    .map((s) => s.name)
+    .sort();
+  expect(spanning).toEqual([
+    "offerAnnounced",
+    "settleAndReadAnnounced",
+    "settleAnnounced",
+    "settleStartAnnounced",
+    "settleStartEmbedded",
+    "settleStartEmbeddedAnnounced",
+    "withdrawAnnounced",
+  ]);
 });
 
 test("every script uses exactly the keys its name declares, and has its includes inlined", () => {

@@ -14,9 +14,6 @@
     1  created now
     0  the chat already existed; nothing was written
 ]]
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return 0
-end
-redis.call('SET', KEYS[1], ARGV[1])
-redis.call('SET', KEYS[2], ARGV[2])
-return 1
+--- @include "host"
+
+return createChat(KEYS[1], KEYS[2], ARGV[1], ARGV[2])

@@ -15,11 +15,6 @@
     1  already posted with this id; nothing was written
     2  no such chat
 ]]
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  return 2
-end
-if redis.call('SADD', KEYS[2], ARGV[1]) == 0 then
-  return 1
-end
-redis.call('RPUSH', KEYS[3], ARGV[2])
-return 0
+--- @include "host"
+
+return postMessage(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2])

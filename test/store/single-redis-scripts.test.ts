@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { expect, test } from "vitest";
+import { MessageAuthor } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { AgentRole, SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { configFromEnv } from "../../server/config.js";
 import { loadScripts } from "../../server/store/scripts.js";
@@ -9,21 +10,24 @@ import { useOwnRedis, useTestServer } from "../support/server-fixture.js";
 import { offerOne } from "../support/suggest.js";
 
 /*
- * On a single Redis an append of a workspace's chat makes its inbox announcement in the
- * same script (store/scripts.ts `announcedForm`): one round trip where a cluster makes
- * two. The same flow of every write that announces (an offer, a dismissal, a restore, a
- * Start, a withdrawal) runs through two servers on one Redis of this file's own, one
- * announcing in the appends and one by calls of their own (as on a cluster), under
- * MONITOR: the first sends each `announce` and the append after it as the append's
- * announced form, and nothing else changes, neither the other calls nor what the chat,
- * its lists and its workspace's inbox end up holding.
+ * On a single Redis (SINGLE_REDIS_SCRIPTS, on by default) an append of a workspace's
+ * chat makes its inbox announcement in the same script (store/scripts.ts
+ * `announcedForm`): one round trip where a cluster makes two; and a Start's holder on the
+ * embedded host creates the chat, records `started` and posts the brief in one script
+ * (lua/settleStartEmbedded-9.lua) where a cluster makes three calls. The same flow of
+ * every write that announces (an offer, a dismissal, a restore, a Start, a withdrawal)
+ * runs through two servers on one Redis of this file's own, one with those scripts and
+ * one with calls of their own (as on a cluster), under MONITOR: the first sends each
+ * `announce` and the append after it as the append's announced form, and the Start's
+ * three as one, and nothing else changes, neither the other calls nor what the chat, its
+ * lists, the started chat and the workspace's inbox end up holding.
  */
 
 const redis = useOwnRedis();
 const inAppend = useTestServer({ redisUrl: () => redis.url });
 const separate = useTestServer({
   redisUrl: () => redis.url,
-  settings: { announceInAppend: false },
+  settings: { singleRedisScripts: false },
 });
 
 /** Script names by the SHA-1 that EVALSHA sends. */
@@ -41,7 +45,8 @@ async function writes(clients: Clients, sessionId: string, workspaceId: string) 
   await s.listSuggestions({ sessionId });
   await s.dismissSuggestion({ sessionId, suggestionId: a.id });
   await s.restoreSuggestion({ sessionId, suggestionId: a.id });
-  await s.startSuggestion({ sessionId, suggestionId: b.id });
+  const { chatId } = await s.startSuggestion({ sessionId, suggestionId: b.id });
+  const { chat } = await clients.local.getChat({ chatId });
   await s.withdrawSuggestion({
     context: { sessionId, turnId: uniqueId("turn"), role: AgentRole.TOP_LEVEL, toolCallId: "w" },
     args: { title: "C", reason: "Done here." },
@@ -54,6 +59,11 @@ async function writes(clients: Clients, sessionId: string, workspaceId: string) 
     open: standing(lists.open),
     settled: standing(lists.settled),
     inbox: inbox.suggestions.map((x) => `${x.sessionId === sessionId}:${x.title}`),
+    started: {
+      title: chat?.title,
+      workspace: chat?.workspaceId === workspaceId,
+      messages: chat?.messages.map((m) => `${MessageAuthor[m.author]}:${m.text}`),
+    },
   };
 }
 
@@ -82,7 +92,7 @@ async function flow(clients: Clients) {
   return { left, scripts };
 }
 
-test("each announcement is made in the append after it, and the chat and its inbox end the same", async () => {
+test("each announcement is made in the append after it, a Start's holder steps are one script, and the chat and its inbox end the same", async () => {
   const apart = await flow(separate.clients);
   const together = await flow(inAppend.clients);
 
@@ -95,6 +105,11 @@ test("each announcement is made in the append after it, and the chat and its inb
     if (folded.at(-1) === "announce") folded[folded.length - 1] = `${name}Announced`;
     else folded.push(name);
   }
+  // On the embedded host, the holder's CreateChat, `started` and PostMessage are one.
+  const start = ["createChat", "settleStartAnnounced", "postMessage"];
+  const i = folded.indexOf("createChat");
+  expect(folded.slice(i, i + 3)).toEqual(start);
+  folded.splice(i, 3, "settleStartEmbeddedAnnounced");
   expect(together.scripts).toEqual(folded);
   expect(together.scripts).toEqual([
     "offerAnnounced",
@@ -104,9 +119,7 @@ test("each announcement is made in the append after it, and the chat and its inb
     "settleAndReadAnnounced",
     "settleAndReadAnnounced",
     "beginStart",
-    "createChat",
-    "settleStartAnnounced",
-    "postMessage",
+    "settleStartEmbeddedAnnounced",
     "withdraw",
     "withdrawAnnounced",
     "readLists",
@@ -120,13 +133,14 @@ test("each announcement is made in the append after it, and the chat and its inb
     open: ["A:OPEN"],
     settled: ["B:STARTED", "C:DISMISSED"],
     inbox: ["true:A"],
+    started: { title: "B", workspace: true, messages: ["SUGGESTION:Do the follow-up."] },
   });
 });
 
-test("INBOX_ANNOUNCE_IN_APPEND: on by default, 0 makes each announcement a call of its own", () => {
-  expect(configFromEnv({}).announceInAppend).toBe(true);
-  expect(configFromEnv({ INBOX_ANNOUNCE_IN_APPEND: "0" }).announceInAppend).toBe(false);
-  expect(() => configFromEnv({ INBOX_ANNOUNCE_IN_APPEND: "no" })).toThrow(
-    'INBOX_ANNOUNCE_IN_APPEND must be 1, 0, true or false (got "no")',
+test("SINGLE_REDIS_SCRIPTS: on by default, 0 makes each announcement a call of its own", () => {
+  expect(configFromEnv({}).singleRedisScripts).toBe(true);
+  expect(configFromEnv({ SINGLE_REDIS_SCRIPTS: "0" }).singleRedisScripts).toBe(false);
+  expect(() => configFromEnv({ SINGLE_REDIS_SCRIPTS: "no" })).toThrow(
+    'SINGLE_REDIS_SCRIPTS must be 1, 0, true or false (got "no")',
   );
 });

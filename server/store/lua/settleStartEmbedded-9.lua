@@ -1,0 +1,42 @@
+--[[
+  StartSuggestion's holder steps on the embedded host, as one script on a single Redis
+  (the offering session's keys and the new chat's are in different slots of a cluster,
+  where they stay three calls): the embedded host's CreateChat (createChat-2.lua), then
+  settleStart-5.lua (`started` only if the offer is still open, its read, the lock's
+  end), then, when `started` was recorded now, the brief's PostMessage
+  (postMessage-3.lua). The design's order, in one step: nothing comes between them.
+
+  KEYS[1..5]  as settleStart-5.lua (log, projection, changes, start lock, results channel)
+  KEYS[6]     the new chat's record       (createChat-2.lua's KEYS[1])
+  KEYS[7]     the new chat's session      (createChat-2.lua's KEYS[2], postMessage-3.lua's KEYS[1])
+  KEYS[8]     the new chat's message ids  (postMessage-3.lua's KEYS[2])
+  KEYS[9]     the new chat's messages     (postMessage-3.lua's KEYS[3])
+
+  ARGV[1..10] as settleStart-5.lua
+  ARGV[11]    the serialized Chat          (createChat-2.lua's ARGV[1])
+  ARGV[12]    the serialized Session       (createChat-2.lua's ARGV[2])
+  ARGV[13]    the brief's message id       (postMessage-3.lua's ARGV[1])
+  ARGV[14]    the serialized ChatMessage   (postMessage-3.lua's ARGV[2])
+
+  Result: { settleStart-5.lua's three, posted }
+    posted  postMessage-3.lua's status when `started` was recorded now; -1 when it was
+            not (not posted: the caller makes sure of the brief of a chat recorded
+            earlier with a call of its own)
+]]
+--- @announced 5
+--- @single-redis
+--- @include "host"
+
+createChat(KEYS[6], KEYS[7], ARGV[11], ARGV[12])
+
+local function settleStart()
+--- @script "settleStart-5"
+end
+
+local result = settleStart()
+local posted = -1
+if result[1][1] == 0 then
+  posted = postMessage(KEYS[7], KEYS[8], KEYS[9], ARGV[13], ARGV[14])
+end
+result[4] = posted
+return result
