@@ -59,6 +59,7 @@ export async function withdrawOffer(
       withdrawal.toolCallId,
       at.token,
       ...WORKSPACE_CHANNEL_PARTS,
+      at.workspace,
     ],
     at,
   );

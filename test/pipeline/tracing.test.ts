@@ -68,7 +68,7 @@ const only = (spans: ReadableSpan[], name: string, kind: SpanKind) => {
   return found[0] as ReadableSpan;
 };
 
-describe("one Start is one trace: the caller's, the RPC span, the host's and Redis's spans under it", () => {
+describe("one Start is one trace: the caller's, the RPC span, the host and Redis spans under it", () => {
   test.each([
     ["the gRPC fast path", () => fast],
     ["connect-node (GRPC_FAST_PATH=0)", () => connectNode],
@@ -78,15 +78,20 @@ describe("one Start is one trace: the caller's, the RPC span, the host's and Red
     expect(parentOf(rpc)).toBe(caller.spanId);
     expect(rpc.attributes["rpc.grpc.status_code"]).toBe(0);
 
-    // The Start's two scripts, children of the RPC span. The embedded host's session
-    // record is read in the first (beginStart), so there is no GetSession call; on a
-    // single Redis its CreateChat and PostMessage are in the second, with `started`
-    // (lua/settleStartEmbedded-9.lua), so there are no host calls either (a remote
-    // host's are below).
+    // The two host calls, children of the RPC span. The embedded host's session record
+    // is read in the Start's first script (beginStart), so there is no GetSession call.
+    const createChat = only(spans, `${HOST}/CreateChat`, SpanKind.CLIENT);
+    const postMessage = only(spans, `${HOST}/PostMessage`, SpanKind.CLIENT);
+    for (const host of [createChat, postMessage]) {
+      expect(parentOf(host)).toBe(rpc.spanContext().spanId);
+    }
+    // The embedded host's scripts under its calls; the suggestion's steps under the RPC.
     const script = (name: string) => only(spans, `redis ${name}`, SpanKind.CLIENT);
+    expect(parentOf(script("createChat"))).toBe(createChat.spanContext().spanId);
+    expect(parentOf(script("postMessage"))).toBe(postMessage.spanContext().spanId);
     expect(parentOf(script("beginStart"))).toBe(rpc.spanContext().spanId);
-    expect(parentOf(script("settleStartEmbeddedAnnounced"))).toBe(rpc.spanContext().spanId);
-    expect(script("beginStart").attributes["db.system.name"]).toBe("redis");
+    expect(parentOf(script("announce"))).toBe(rpc.spanContext().spanId);
+    expect(script("createChat").attributes["db.system.name"]).toBe("redis");
 
     // Nothing else in the trace, and every span of it under the RPC span.
     const byId = new Map(spans.map((s) => [s.spanContext().spanId, s]));
@@ -95,16 +100,20 @@ describe("one Start is one trace: the caller's, the RPC span, the host's and Red
       while (up !== undefined && up !== rpc) up = byId.get(parentOf(up) ?? "");
       expect(up, span.name).toBe(rpc);
     }
-    // The session, the suggestion and the lock are one script (beginStart); the chat,
-    // the settlement, its read, the lock's release and the brief another.
+    // The session, the suggestion and the lock are one script (beginStart); the
+    // settlement, its read and the lock's release another (settleStart).
     expect(spans.map((s) => s.name).sort()).toEqual([
+      `${HOST}/CreateChat`,
+      `${HOST}/PostMessage`,
       START,
+      // The chat is announced in its workspace's inbox before the settlement.
+      "redis announce",
       "redis beginStart",
+      "redis createChat",
+      "redis postMessage",
       // Once: the first script read the offer, so its workspace is known (the guess of
-      // suggestion-store.ts `announcedSettle`). On this single Redis the chat is
-      // announced in its workspace's inbox by the same script (store/scripts.ts
-      // `announcedForm`); on a cluster "redis announce" comes before it.
-      "redis settleStartEmbeddedAnnounced",
+      // suggestion-store.ts `announcedSettle`), and the announcement comes first.
+      "redis settleStart",
     ]);
   });
 
@@ -131,9 +140,8 @@ test("a call without a traceparent starts a trace of its own", async () => {
     .getFinishedSpans()
     .find((s) => s.name === "oda.suggest.v1.SuggestionService/SuggestTask");
   expect(rpc?.parentSpanContext).toBeUndefined();
-  // The host's session is asked first (it names the workspace), then the offer's script,
-  // which announces the chat in the workspace's inbox too (a single Redis).
-  const offer = exporter.getFinishedSpans().find((s) => s.name === "redis offerAnnounced");
+  // The host's session is asked first (it names the workspace), then the offer's script.
+  const offer = exporter.getFinishedSpans().find((s) => s.name === "redis offer");
   expect(offer?.spanContext().traceId).toBe(rpc?.spanContext().traceId);
   expect(parentOf(offer as ReadableSpan)).toBe(rpc?.spanContext().spanId);
 });

@@ -98,3 +98,32 @@ test("a token announced in another workspace is no token: FENCED, naming the off
   const page = await store.inbox.page(own, 50, "");
   expect(page.entries.map((e) => e.suggestion.id)).toEqual([suggestionId]);
 });
+
+test("a withdrawal whose offer is settled between its tries is announced in the workspace of the one it withdraws", async () => {
+  // Two open offers titled "T", of two workspaces (the chat moved between them).
+  const [w1, w2] = [uniqueId("ws"), uniqueId("ws")];
+  const writer = new SuggestionStore(redis);
+  const { sessionId, suggestionId: older } = await offerIn(writer, w1);
+  const newer = await storeOffer(writer, sessionId, w2);
+  expect((await writer.inbox.page(w1, 50, "")).entries).toHaveLength(1);
+  expect((await writer.inbox.page(w2, 50, "")).entries).toHaveLength(1);
+  // The first try names the newer offer's workspace; while the chat is announced there,
+  // the person dismisses that offer, so the retry finds the older one, of the other.
+  let raced = false;
+  class RacingInbox extends WorkspaceInbox {
+    override async announcement(workspaceId: string, session: string, minimum = 0) {
+      if (workspaceId === w2 && !raced) {
+        raced = true;
+        expect((await writer.settle(sessionId, newer, "dismissed")).kind).toBe("recorded");
+      }
+      return super.announcement(workspaceId, session, minimum);
+    }
+  }
+  const store = new SuggestionStore(redis, new RacingInbox(redis));
+  const out = await store.withdraw(sessionId, { title: "T", reason: "Done.", toolCallId: "" });
+  expect(raced).toBe(true);
+  expect(out.kind === "withdrawn" && out.suggestion.id).toBe(older);
+  // Neither inbox lists an offer the log has settled.
+  expect((await writer.inbox.page(w1, 50, "")).entries).toEqual([]);
+  expect((await writer.inbox.page(w2, 50, "")).entries).toEqual([]);
+});

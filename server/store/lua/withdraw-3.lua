@@ -15,6 +15,9 @@
   ARGV[4] token        the inbox token of the chat's announcement in the offer's
                        workspace ('': none yet), as for settle-3.lua
   ARGV[5], ARGV[6]     the parts around the workspace id of a workspace's channel
+  ARGV[7]              (optional) the workspace the token was announced in, as for
+                       settle-3.lua: a token of another workspace than the found offer's
+                       is none (the offer found may change between tries)
 
   Result: { status, offer, settlement }, each record { entry id, { field, value, ... } }
     0 WITHDRAWN      the settlement was appended
@@ -22,7 +25,8 @@
                      nothing recorded
     2 NO_OPEN_OFFER  no open offer has that title; nothing recorded
     3 FENCED         { 3, fence, workspace }: the offer belongs to a workspace and the
-                     token is missing or an inbox read passed it; nothing recorded:
+                     token is missing, of another workspace, or an inbox read passed
+                     it; nothing recorded:
                      announce the chat in that workspace above the fence and repeat
 ]]
 --- @announced 4
@@ -61,7 +65,8 @@ for i = tonumber(redis.call('HGET', proj, 'n') or '0'), 1, -1 do
       local ws = recordFields(offer[2])['ws'] or ''
       if ws ~= '' then
         local fence = inboxFence(proj, ws)
-        if ARGV[4] == '' or fence >= tonumber(ARGV[4]) then
+        local elsewhere = ARGV[7] and ARGV[7] ~= '' and ARGV[7] ~= ws
+        if ARGV[4] == '' or elsewhere or fence >= tonumber(ARGV[4]) then
           return { 3, fence, ws }
         end
       end
