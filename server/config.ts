@@ -39,11 +39,12 @@ export interface ServiceConfig {
   /** Unary binary gRPC answered straight on HTTP/2 streams (server/transport/grpc-fast-path.ts). */
   readonly grpcFastPath: boolean;
   /**
-   * On a single Redis, scripts may write keys of several cluster slots in one step: an
-   * append makes its workspace inbox announcement itself (store/scripts.ts
-   * `announcedForm`), and a Start on the embedded host creates the chat, records
-   * `started` and posts the brief in one script (lua/settleStartEmbedded-9.lua); false:
-   * each a call of its own, as on a cluster always.
+   * Off by default, as the design has every script touch one session's keys. On (for a
+   * single Redis that is not cluster-enabled, with no proxy between): scripts may write
+   * keys of several cluster slots in one step: an append makes its workspace inbox
+   * announcement itself (store/scripts.ts `announcedForm`), and a Start on the embedded
+   * host creates the chat, records `started` and posts the brief in one script
+   * (lua/settleStartEmbedded-9.lua). Never on a cluster client.
    */
   readonly singleRedisScripts: boolean;
   /** The lifetime of a Start's single-flight lock, in ms; its holder renews it. */
@@ -85,7 +86,7 @@ export const defaultConfig: Readonly<ServiceConfig> = Object.freeze({
   tlsKeyFile: undefined,
   logLevel: "info",
   grpcFastPath: true,
-  singleRedisScripts: true,
+  singleRedisScripts: false,
   startLockTtlMs: defaultStartLockSettings.ttlMs,
   startLockMaxHoldMs: defaultStartLockSettings.maxHoldMs,
   chatHostTimeoutMs: 10_000,

@@ -162,7 +162,7 @@ function createParts(settings: ServerSettings): Parts {
     // The cap on a unary call's own work; a longer caller's deadline is accepted.
     maxDeadlineMs: settings.maxTimeoutMs,
   };
-  const singleRedisScripts = !redis.isCluster && (settings.singleRedisScripts ?? true);
+  const singleRedisScripts = !redis.isCluster && (settings.singleRedisScripts ?? false);
   const store = new SuggestionStore(
     redis,
     new WorkspaceInbox(redis, { announceInAppend: singleRedisScripts }),

@@ -93,6 +93,9 @@ export function settleStart(
   lockToken: string,
   embedded?: { readonly chat: EmbeddedChatWrite; readonly brief: EmbeddedMessageWrite },
 ): Promise<StartSettled> {
+  if (embedded !== undefined && embedded.chat.chatId !== chatId) {
+    throw new Error(`the started chat ${chatId} is not the one created, ${embedded.chat.chatId}`);
+  }
   const keys = sessionKeys(sessionId);
   const settleKeys = [
     keys.log,

@@ -47,27 +47,28 @@ function tokenMap(flat: ScriptReply[number]): Map<string, string> {
  *   (lua/inboxPage-4.lua) with the offers' records.
  * A crash between any two steps leaves at worst a pending chat, read back by the next
  * read: the index never lacks an open offer nor keeps a settled one. No script touches a
- * session's keys and the index together. Records written around the service (not by its
+ * session's keys and the index together, unless `announceInAppend` (a single Redis, by
+ * the operator's choice: SINGLE_REDIS_SCRIPTS) makes the two steps one. Records written around the service (not by its
  * scripts) reach the index at the chat's next write or a rebuild (store/inbox-rebuild.ts).
  * Pinned by test/store/inbox-model.test.ts.
  */
 export class WorkspaceInbox {
   /**
    * Whether an append makes its announcement itself (`<name>Announced`, store/scripts.ts
-   * `announcedForm`): on a single Redis, where the workspace's keys and the chat's live
-   * on one node; never on a cluster.
+   * `announcedForm`): only when asked (SINGLE_REDIS_SCRIPTS), for a single Redis where
+   * the workspace's keys and the chat's live on one node; never on a cluster.
    */
   readonly announceInAppend: boolean;
 
   /**
-   * @param options.announceInAppend false: every announcement is a call of its own, as on
-   *   a cluster (tests that come between the two steps pass it).
+   * @param options.announceInAppend true: the appends announce (a single Redis only);
+   *   false, the default: every announcement is a call of its own, as on a cluster.
    */
   constructor(
     readonly redis: Redis | Cluster,
     options: { readonly announceInAppend?: boolean } = {},
   ) {
-    this.announceInAppend = !redis.isCluster && (options.announceInAppend ?? true);
+    this.announceInAppend = !redis.isCluster && (options.announceInAppend ?? false);
   }
 
   /** Marks the chat pending in the workspace; answers its new token (at least `minimum`). */

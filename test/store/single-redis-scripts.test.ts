@@ -10,7 +10,7 @@ import { useOwnRedis, useTestServer } from "../support/server-fixture.js";
 import { offerOne } from "../support/suggest.js";
 
 /*
- * On a single Redis (SINGLE_REDIS_SCRIPTS, on by default) an append of a workspace's
+ * On a single Redis, with SINGLE_REDIS_SCRIPTS (off by default), an append of a workspace's
  * chat makes its inbox announcement in the same script (store/scripts.ts
  * `announcedForm`): one round trip where a cluster makes two; and a Start's holder on the
  * embedded host creates the chat, records `started` and posts the brief in one script
@@ -24,7 +24,10 @@ import { offerOne } from "../support/suggest.js";
  */
 
 const redis = useOwnRedis();
-const inAppend = useTestServer({ redisUrl: () => redis.url });
+const inAppend = useTestServer({
+  redisUrl: () => redis.url,
+  settings: { singleRedisScripts: true },
+});
 const separate = useTestServer({
   redisUrl: () => redis.url,
   settings: { singleRedisScripts: false },
@@ -137,8 +140,9 @@ test("each announcement is made in the append after it, a Start's holder steps a
   });
 });
 
-test("SINGLE_REDIS_SCRIPTS: on by default, 0 makes each announcement a call of its own", () => {
-  expect(configFromEnv({}).singleRedisScripts).toBe(true);
+test("SINGLE_REDIS_SCRIPTS: off by default (each script one session's keys), 1 turns it on", () => {
+  expect(configFromEnv({}).singleRedisScripts).toBe(false);
+  expect(configFromEnv({ SINGLE_REDIS_SCRIPTS: "1" }).singleRedisScripts).toBe(true);
   expect(configFromEnv({ SINGLE_REDIS_SCRIPTS: "0" }).singleRedisScripts).toBe(false);
   expect(() => configFromEnv({ SINGLE_REDIS_SCRIPTS: "no" })).toThrow(
     'SINGLE_REDIS_SCRIPTS must be 1, 0, true or false (got "no")',
