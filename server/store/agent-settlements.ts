@@ -3,9 +3,9 @@ import type { Settlement, Suggestion } from "../../gen/oda/suggest/v1/suggestion
 import { LAST_STREAM_ID } from "../domain/cursor.js";
 import { type LogRecord, parseEntries } from "../domain/fold.js";
 import { settlementOf, suggestionAfter } from "../domain/settlements.js";
+import { callAppend, type Fenced, type InboxToken } from "./inbox-token.js";
 import { sessionKeys, WORKSPACE_CHANNEL_PARTS } from "./keys.js";
 import type { ScriptReply } from "./scripts.js";
-import { callAppend, type Fenced, type InboxToken } from "./workspace-inbox.js";
 
 /** A withdrawal as the tool hands it to the store: fields already trimmed and checked. */
 export interface Withdrawal {

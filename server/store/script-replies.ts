@@ -3,9 +3,9 @@ import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { offeredSuggestion, parseEntries } from "../domain/fold.js";
 import { LIFETIME_LIMIT, OPEN_LIMIT } from "../domain/limits.js";
 import { type Outcome, STANDING_WORDS } from "../domain/settlement.js";
+import type { Fenced } from "./inbox-token.js";
 import { WORKSPACE_CHANNEL_PARTS, workspaceKeys } from "./keys.js";
 import type { ScriptReply } from "./scripts.js";
-import type { Fenced } from "./workspace-inbox.js";
 
 /*
  * What the offer and settle scripts take and answer, in one place: the ARGV each

@@ -1,10 +1,10 @@
 import type { Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import { callAppend } from "./inbox-token.js";
 import { type HostKeys, hostKeys, sessionKeys, startLockKey, startResultChannel } from "./keys.js";
 import { type SettleOutcome, settleArgs } from "./script-replies.js";
 import type { ScriptReply } from "./scripts.js";
 import { startResultMessage } from "./start-lock-protocol.js";
 import type { SuggestionStore } from "./suggestion-store.js";
-import { callAppend } from "./workspace-inbox.js";
 
 /** What StartSuggestion's first step found (lua/beginStart-4.lua). */
 export interface StartBegun {

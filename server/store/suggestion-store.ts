@@ -9,6 +9,7 @@ import {
   type WithdrawOutcome,
   withdrawOffer,
 } from "./agent-settlements.js";
+import { announced, callAppend, type Fenced, type InboxToken, NO_TOKEN } from "./inbox-token.js";
 import { sessionKeys } from "./keys.js";
 import { ListsCache, type ListsSnapshot } from "./lists-cache.js";
 import {
@@ -21,14 +22,7 @@ import {
   settleOutcome,
 } from "./script-replies.js";
 import type { ScriptReply } from "./scripts.js";
-import {
-  announced,
-  callAppend,
-  type Fenced,
-  type InboxToken,
-  NO_TOKEN,
-  WorkspaceInbox,
-} from "./workspace-inbox.js";
+import { WorkspaceInbox } from "./workspace-inbox.js";
 
 export type { ListsSnapshot } from "./lists-cache.js";
 export type { NewOffer, OfferOutcome, SettleOutcome } from "./script-replies.js";

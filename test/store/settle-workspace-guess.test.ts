@@ -1,9 +1,10 @@
 import { afterAll, expect, test } from "vitest";
+import { callAppend, type InboxToken } from "../../server/store/inbox-token.js";
 import { sessionKeys } from "../../server/store/keys.js";
 import { settleArgs, settleOutcome } from "../../server/store/script-replies.js";
 import type { ScriptReply } from "../../server/store/scripts.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
-import { callAppend, type InboxToken, WorkspaceInbox } from "../../server/store/workspace-inbox.js";
+import { WorkspaceInbox } from "../../server/store/workspace-inbox.js";
 import { redisClient, uniqueId } from "../support/harness.js";
 import { storeOffer } from "../support/suggest.js";
 

@@ -1,0 +1,93 @@
+/*
+ * The token an append of a chat carries to show that the chat was announced in its
+ * workspace's inbox first (store/workspace-inbox.ts says why), and the loop that gets
+ * one: announce, append, and again above the fence when the append answers fenced.
+ */
+
+/** What makes announcements: a workspace's inbox (`WorkspaceInbox.announcement`). */
+export interface Announcer {
+  announcement(workspaceId: string, sessionId: string, minimum?: number): Promise<InboxToken>;
+}
+
+/** What an append that carries an inbox token answers when it needs a (new) token. */
+export interface Fenced {
+  /** The fence the token must be above (0: the chat was not announced yet). */
+  readonly fenced: number;
+  /** The workspace to announce the chat in. */
+  readonly workspaceId: string;
+}
+
+/** How an append carries the chat's announcement in a workspace's inbox. */
+export interface InboxToken {
+  /** The token announced before the append; '' for none, and when `inAppend`. */
+  readonly token: string;
+  /** The workspace it is announced in; '' for none. */
+  readonly workspace: string;
+  /**
+   * The announcement made by the append itself (its `<name>Announced` form): the
+   * workspace's chats hash and pending set, the chat and the least token.
+   */
+  readonly inAppend?: readonly [chats: string, pending: string, session: string, minimum: string];
+}
+
+/** An append with no announcement (a chat of no workspace, or a first try that asks). */
+export const NO_TOKEN: InboxToken = { token: "", workspace: "" };
+
+/** The appends that carry an inbox token: each has a `<name>Announced` form. */
+export type AnnouncedScript =
+  | "offer"
+  | "settle"
+  | "settleAndRead"
+  | "settleStart"
+  | "settleStartEmbedded"
+  | "withdraw";
+
+/**
+ * Calls the append `script` on `target` (a client, or a MULTI being built) with its keys
+ * and its arguments (the token's being `at.token`), in its `<name>Announced` form when
+ * the announcement is to be made in the same step. Answers what the call answers.
+ */
+export function callAppend<R>(
+  target: object,
+  script: AnnouncedScript,
+  keys: readonly string[],
+  args: readonly (string | Buffer)[],
+  at: InboxToken,
+): R {
+  type Command = (...argv: (string | Buffer)[]) => R;
+  const commands = target as Record<string, Command>;
+  if (at.inAppend === undefined)
+    return (commands[script] as Command).call(target, ...keys, ...args);
+  const [chats, pending, session, minimum] = at.inAppend;
+  const announced = commands[`${script}Announced`] as Command;
+  return announced.call(target, ...keys, chats, pending, ...args, session, minimum);
+}
+
+/**
+ * Runs `append` announced for (workspace, session) first ('' workspace: with no token),
+ * either by a call of its own or in the append itself (`WorkspaceInbox.announcement`);
+ * when it answers fenced (no token, a token of another workspace, or one an inbox read
+ * passed), announces the chat in the workspace it names, above the fence, and repeats.
+ */
+export async function announced<T>(
+  inbox: Announcer,
+  workspaceId: string,
+  sessionId: string,
+  append: (at: InboxToken) => Promise<T | Fenced>,
+): Promise<T> {
+  let workspace = workspaceId;
+  let minimum = 0;
+  for (let attempt = 0; ; attempt++) {
+    const at =
+      workspace === "" ? NO_TOKEN : await inbox.announcement(workspace, sessionId, minimum);
+    const outcome = await append(at);
+    if (!isFenced(outcome)) return outcome;
+    if (attempt >= 10) throw new Error("the inbox fenced every announcement of this chat");
+    workspace = outcome.workspaceId;
+    minimum = outcome.fenced + 1;
+  }
+}
+
+function isFenced(value: unknown): value is Fenced {
+  return typeof value === "object" && value !== null && "fenced" in value;
+}
