@@ -46,7 +46,7 @@ export interface StartSuggestionDeps {
   readonly embeddedHost?: EmbeddedChatHost | undefined;
   /**
    * With the embedded host on a single Redis: the holder's CreateChat, `started` and
-   * PostMessage are one script (store/start-steps.ts `settleStart`'s `embedded`).
+   * PostMessage are one script (store/start-steps.ts `settleStart` with an `EmbeddedStart`).
    */
   readonly startInOneScript?: boolean;
 }
@@ -189,7 +189,7 @@ async function startHeld(
         briefRequest(suggestion, chat.chatId),
       );
       settled = await storeCall(() =>
-        settleStart(deps.store, sessionId, suggestionId, chat.chatId, lock.token, { chat, brief }),
+        settleStart(deps.store, sessionId, suggestionId, { chat, brief }, lock.token),
       );
     } else {
       const { chatId } = await hostCall(() => deps.host.createChat(chatRequest));

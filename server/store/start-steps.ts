@@ -68,11 +68,17 @@ export interface EmbeddedMessageWrite {
   readonly message: Buffer;
 }
 
+/** A started chat the embedded host creates in the `started` step, and its brief. */
+export interface EmbeddedStart {
+  readonly chat: EmbeddedChatWrite;
+  readonly brief: EmbeddedMessageWrite;
+}
+
 /** What the `started` step left: the outcome, the suggestion, and whether the brief is in. */
 export interface StartSettled {
   readonly outcome: SettleOutcome;
   readonly suggestion: Suggestion | undefined;
-  /** The brief was posted (or found posted) in the same step (`settleStart`'s `embedded`). */
+  /** The brief was posted (or found posted) in the same step (an `EmbeddedStart`). */
   readonly briefPosted: boolean;
 }
 
@@ -80,8 +86,8 @@ export interface StartSettled {
  * StartSuggestion's `started` step and the end of the holder's lock as one script
  * (lua/settleStart-5.lua): `settleAndRead` with outcome started, after which the lock is
  * released with `<suggestion_id> released` (announced in the offer's workspace first,
- * as every settlement is; the lock stays held through that). With `embedded` (the
- * embedded host on a single Redis, whose keys the step may touch with the session's),
+ * as every settlement is; the lock stays held through that), with `started`'s chat id.
+ * With an `EmbeddedStart` in its place (the embedded host on a single Redis, whose keys the step may touch with the session's),
  * the chat's creation before it and the brief's post after it are in the same script
  * (lua/settleStartEmbedded-9.lua): one round trip for the three.
  */
@@ -89,13 +95,11 @@ export function settleStart(
   store: SuggestionStore,
   sessionId: string,
   suggestionId: string,
-  chatId: string,
+  started: string | EmbeddedStart,
   lockToken: string,
-  embedded?: { readonly chat: EmbeddedChatWrite; readonly brief: EmbeddedMessageWrite },
 ): Promise<StartSettled> {
-  if (embedded !== undefined && embedded.chat.chatId !== chatId) {
-    throw new Error(`the started chat ${chatId} is not the one created, ${embedded.chat.chatId}`);
-  }
+  const chatId = typeof started === "string" ? started : started.chat.chatId;
+  const embedded = typeof started === "string" ? undefined : started;
   const keys = sessionKeys(sessionId);
   const settleKeys = [
     keys.log,

@@ -167,8 +167,7 @@ describe("settleStartEmbedded-9.lua (a single Redis)", () => {
       text: "The brief.",
       author: MessageAuthor.SUGGESTION,
     });
-    const start = () =>
-      settleStart(store, c.sessionId, c.suggestionId, chat.chatId, "tok-1", { chat, brief });
+    const start = () => settleStart(store, c.sessionId, c.suggestionId, { chat, brief }, "tok-1");
     const messages = async () =>
       ((await host.getChat(chat.chatId)).chat?.messages ?? []).map((m) => m.text);
     return { chat, start, messages };
