@@ -1,6 +1,10 @@
-import { create } from "@bufbuild/protobuf";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { MessageAuthor, type Session } from "../../gen/oda/suggest/v1/chat_host_pb.js";
+import {
+  type CreateChatRequestSchema,
+  MessageAuthor,
+  type Session,
+} from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import {
   type Suggestion,
   SuggestionState,
@@ -129,7 +133,7 @@ async function startOnce(
       // A repeated Start, or one that waited: the same chat, and the brief made sure of
       // (an idempotent post), unless the holder just said it posted it.
       if (!briefPosted) await postBrief(deps.host, suggestion, suggestion.chatId);
-      return create(StartSuggestionResponseSchema, { chatId: suggestion.chatId, suggestion });
+      return startResponse(suggestion);
     }
     if (suggestion.state !== SuggestionState.OPEN) {
       // The first step takes the lock only for an open offer: none is held here.
@@ -192,14 +196,18 @@ async function startHeld(
         settleStart(deps.store, sessionId, suggestionId, { chat, brief }, lock.token),
       );
     } else {
-      const { chatId } = await hostCall(() => deps.host.createChat(chatRequest));
-      if (!isValidId(chatId)) {
-        throw new ConnectError("the chat host answered an unusable chat id", Code.Internal);
+      // CreateChat runs beside the `started` step's inbox announcement (the chat's slot
+      // and the workspace's), and the step waits for the chat; it ends the lock in the
+      // same script (lua/settleStart-5.lua).
+      const chat = createdChat(deps.host, chatRequest);
+      try {
+        settled = await storeCall(() =>
+          settleStart(deps.store, sessionId, suggestionId, chat, lock.token),
+        );
+      } catch (err) {
+        await chat; // the host's own failure, when the step failed for want of the chat
+        throw err;
       }
-      // The `started` step ends the lock in the same script (lua/settleStart-5.lua).
-      settled = await storeCall(() =>
-        settleStart(deps.store, sessionId, suggestionId, chatId, lock.token),
-      );
     }
     lock.ended();
     const { kind, state } = settled.outcome;
@@ -210,10 +218,7 @@ async function startHeld(
         // step) recorded it; the recorded chat is the one, and its brief is made sure of.
         const started = foundSuggestion(settled.suggestion, suggestionId);
         if (!settled.briefPosted) await postBrief(deps.host, started, started.chatId);
-        return create(StartSuggestionResponseSchema, {
-          chatId: started.chatId,
-          suggestion: started,
-        });
+        return startResponse(started);
       }
       case "not-open":
         throw suggestionError({ code: SuggestionErrorCode.NotOpen, suggestionId, state });
@@ -228,6 +233,37 @@ async function startHeld(
     // released (Redis gone) lapses after its lifetime.
     if (!lock.done) await lock.release("released").catch(() => false);
   }
+}
+
+/**
+ * A Start's answer, the one object every caller of its flight gets: frozen in depth when
+ * its suggestion is (the store's are), so that the gRPC fast path encodes it once for
+ * all of them (transport/encoded-once.ts), as it does a read's.
+ */
+function startResponse(started: Suggestion): StartSuggestionResponse {
+  const response = create(StartSuggestionResponseSchema, {
+    chatId: started.chatId,
+    suggestion: started,
+  });
+  return Object.isFrozen(started) ? Object.freeze(response) : response;
+}
+
+/**
+ * The chat the host created for the request, its id checked; already handled, so that it
+ * may fail while the step it feeds is still announcing (`startHeld` awaits it again).
+ */
+function createdChat(
+  host: ChatHost,
+  request: MessageInitShape<typeof CreateChatRequestSchema>,
+): Promise<string> {
+  const chat = hostCall(() => host.createChat(request)).then(({ chatId }) => {
+    if (!isValidId(chatId)) {
+      throw new ConnectError("the chat host answered an unusable chat id", Code.Internal);
+    }
+    return chatId;
+  });
+  chat.catch(() => {});
+  return chat;
 }
 
 /**

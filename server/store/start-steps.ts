@@ -87,7 +87,10 @@ export interface StartSettled {
  * (lua/settleStart-5.lua): `settleAndRead` with outcome started, after which the lock is
  * released with `<suggestion_id> released` (announced in the offer's workspace first,
  * as every settlement is; the lock stays held through that), with `started`'s chat id.
- * With an `EmbeddedStart` in its place (the embedded host on a single Redis, whose keys the step may touch with the session's),
+ * The chat's id may still be on its way (a `Promise`, the host's CreateChat): the
+ * announcement is independent of the chat (another slot), so both leave in one turn and
+ * the step waits for the chat only after it. With an `EmbeddedStart` in its place (the
+ * embedded host on a single Redis, whose keys the step may touch with the session's),
  * the chat's creation before it and the brief's post after it are in the same script
  * (lua/settleStartEmbedded-9.lua): one round trip for the three.
  */
@@ -95,11 +98,10 @@ export function settleStart(
   store: SuggestionStore,
   sessionId: string,
   suggestionId: string,
-  started: string | EmbeddedStart,
+  started: string | Promise<string> | EmbeddedStart,
   lockToken: string,
 ): Promise<StartSettled> {
-  const chatId = typeof started === "string" ? started : started.chat.chatId;
-  const embedded = typeof started === "string" ? undefined : started;
+  const embedded = isEmbedded(started) ? started : undefined;
   const keys = sessionKeys(sessionId);
   const settleKeys = [
     keys.log,
@@ -109,6 +111,7 @@ export function settleStart(
     startResultChannel(sessionId),
   ];
   return store.announcedSettle(sessionId, suggestionId, async (at) => {
+    const chatId = isEmbedded(started) ? started.chat.chatId : await started;
     const settleArgv = [
       ...settleArgs(suggestionId, "started", chatId, at.token, at.workspace),
       lockToken,
@@ -129,7 +132,11 @@ export function settleStart(
           chat.keys.messageIds,
           chat.keys.messages,
         ],
-        [...settleArgv, chat.chat, chat.session, brief.messageId, brief.message],
+        [
+          ...settleArgv,
+          ...[chat.chat, chat.session, brief.messageId, brief.message],
+          startResultMessage(suggestionId, "delivered"),
+        ],
         at,
       );
     }
@@ -138,4 +145,8 @@ export function settleStart(
     // postMessage-3.lua's 0 (posted now) or 1 (already posted); -1: not run.
     return { ...settled, briefPosted: reply[3] === 0 || reply[3] === 1 };
   });
+}
+
+function isEmbedded(started: string | Promise<string> | EmbeddedStart): started is EmbeddedStart {
+  return typeof started === "object" && "chat" in started;
 }

@@ -1,7 +1,7 @@
 import { afterEach, expect, test } from "vitest";
 import { MessageAuthor } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import { startLockKey } from "../../server/store/keys.js";
+import { startLockKey, workspaceKeys } from "../../server/store/keys.js";
 import { grpcClients, putSession, startTestServer, uniqueId } from "../support/harness.js";
 import { expectNotOpen, failureOf, logRecords } from "../support/lists.js";
 import { useTestHost, useTestServer } from "../support/server-fixture.js";
@@ -136,4 +136,39 @@ test("callers that wait on a stalled holder answer its chat once it finishes, wi
   } finally {
     await patient.close();
   }
+});
+
+test("the `started` step's inbox announcement is made while CreateChat is still running", async () => {
+  const workspaceId = uniqueId("ws");
+  const sessionId = uniqueId();
+  await putSession(testHost.clients, { sessionId, workspaceId });
+  const { id: suggestionId } = await offerOne(one.clients, sessionId, "Announced early");
+  const { chats } = workspaceKeys(workspaceId);
+  const offerToken = Number(await one.redis.hget(chats, `t:${sessionId}`));
+  expect(offerToken).toBeGreaterThan(0);
+  const entered = gate();
+  const release = gate();
+  testHost.hooks.beforeCreateChat = async () => {
+    entered.open();
+    await release.promise;
+  };
+  const start = one.clients.suggestions.startSuggestion({ sessionId, suggestionId });
+  await entered.promise;
+  // CreateChat is held: the chat's new token comes from the step's own announcement.
+  const deadline = Date.now() + 2_000;
+  let token = offerToken;
+  while (token === offerToken && Date.now() < deadline) {
+    await sleep(10);
+    token = Number(await one.redis.hget(chats, `t:${sessionId}`));
+  }
+  expect(token).toBeGreaterThan(offerToken);
+  expect((await logRecords(one.redis, sessionId)).map((r) => r.type)).toEqual(["offered"]);
+  release.open();
+  const { chatId, suggestion } = await start;
+  expect(suggestion?.state).toBe(SuggestionState.STARTED);
+  expect(suggestion?.chatId).toBe(chatId);
+  const settled = (await logRecords(one.redis, sessionId)).filter((r) => r.type === "settled");
+  expect(settled).toEqual([expect.objectContaining({ outcome: "started", chat: chatId })]);
+  const inbox = await one.clients.suggestions.listWorkspaceSuggestions({ workspaceId });
+  expect(inbox.suggestions).toEqual([]);
 });
