@@ -158,14 +158,18 @@ async function serveStream(
     const input = parseFrame(route.method.input, body);
     const timeout = callerTimeout(headerValue(headers["grpc-timeout"]));
     if (timeout.error !== undefined) throw timeout.error;
-    const context = lazyContext(stream, headers, route, options, timeout.timeoutMs);
-    for await (const message of route.fn(input, context)) {
-      if (stream.destroyed || stream.closed) break;
-      if (!started) {
-        started = true;
-        stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
+    const { context, ended } = lazyContext(stream, headers, route, options, timeout.timeoutMs);
+    try {
+      for await (const message of route.fn(input, context)) {
+        if (stream.destroyed || stream.closed) break;
+        if (!started) {
+          started = true;
+          stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
+        }
+        if (!stream.write(frameOf(route.method.output, message))) await drained(stream);
       }
-      if (!stream.write(frameOf(route.method.output, message))) await drained(stream);
+    } finally {
+      ended();
     }
     finish({ "grpc-status": "0" });
   } catch (err) {
@@ -197,9 +201,12 @@ async function call(
   const input = parseFrame(route.method.input, body);
   const timeout = callerTimeout(headerValue(headers["grpc-timeout"]));
   if (timeout.error !== undefined) throw timeout.error;
-  const context = lazyContext(stream, headers, route, options, timeout.timeoutMs);
-  const result = await (route.fn as UnaryFn)(input, context);
-  return frameOf(route.method.output, result);
+  const { context, ended } = lazyContext(stream, headers, route, options, timeout.timeoutMs);
+  try {
+    return frameOf(route.method.output, await (route.fn as UnaryFn)(input, context));
+  } finally {
+    ended();
+  }
 }
 
 /** A trailers-only response carrying the status, its message and its details. */

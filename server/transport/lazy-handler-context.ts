@@ -20,7 +20,11 @@ import { requestHeaderOf } from "./grpc-wire.js";
  *
  * The signal aborts when the client's stream closes (reason: CANCELED), when the server
  * shuts down (the shutdown's reason) or at the deadline (reason: DEADLINE_EXCEEDED, as
- * connect's own contexts do, which WatchSuggestions tells apart).
+ * connect's own contexts do, which WatchSuggestions tells apart), while the call runs:
+ * `ended`, once the handler has answered, drops the signal's listeners and timer instead,
+ * so that a call that made one (a Start waiting on another's flight) does not make an
+ * error and an abort event for each stream that closes after its answer
+ * (test/transport/lazy-handler-context.test.ts).
  */
 export function lazyContext(
   stream: ServerHttp2Stream,
@@ -28,13 +32,14 @@ export function lazyContext(
   route: { readonly service: DescService; readonly method: DescMethod },
   options: { readonly shutdownSignal: AbortSignal },
   timeoutMs: number | undefined,
-): HandlerContext {
+): { readonly context: HandlerContext; readonly ended: () => void } {
   const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
   let controller: AbortController | undefined;
   let requestHeader: Headers | undefined;
   let responseHeader: Headers | undefined;
   let responseTrailer: Headers | undefined;
   let values: ContextValues | undefined;
+  let release = () => {};
   const signal = (): AbortSignal => {
     if (controller !== undefined) return controller.signal;
     const c = new AbortController();
@@ -44,7 +49,11 @@ export function lazyContext(
     const onShutdown = () => c.abort(shutdown.reason);
     const onClose = () => {
       c.abort(new ConnectError("the client left", Code.Canceled));
+      release();
+    };
+    release = () => {
       shutdown.removeEventListener("abort", onShutdown);
+      stream.off("close", onClose);
       clearTimeout(timer);
     };
     if (shutdown.aborted) c.abort(shutdown.reason);
@@ -59,7 +68,7 @@ export function lazyContext(
     else stream.once("close", onClose);
     return c.signal;
   };
-  return {
+  const context: HandlerContext = {
     service: route.service,
     method: route.method,
     protocolName: "grpc",
@@ -86,4 +95,5 @@ export function lazyContext(
       return values;
     },
   };
+  return { context, ended: () => release() };
 }

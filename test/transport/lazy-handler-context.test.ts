@@ -1,0 +1,115 @@
+import { getEventListeners } from "node:events";
+import http2, { type ServerHttp2Stream } from "node:http2";
+import type { AddressInfo } from "node:net";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { Health } from "../../gen/grpc/health/v1/health_pb.js";
+import { lazyContext } from "../../server/transport/lazy-handler-context.js";
+
+/*
+ * The fast path's handler context (server/transport/lazy-handler-context.ts), on real
+ * HTTP/2 streams: its signal aborts while the call runs (the client leaving, the
+ * deadline), and `ended` leaves nothing behind once the call has answered: no abort, no
+ * listener on the server's shutdown signal or the stream, no timer.
+ */
+
+const route = { service: Health, method: Health.method.check };
+let server: http2.Http2Server;
+let client: http2.ClientHttp2Session;
+const arrived: ServerHttp2Stream[] = [];
+const waiting: ((stream: ServerHttp2Stream) => void)[] = [];
+
+beforeAll(async () => {
+  server = http2.createServer();
+  server.on("stream", (stream) => {
+    const next = waiting.shift();
+    if (next) next(stream);
+    else arrived.push(stream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  client = http2.connect(`http://127.0.0.1:${port}`);
+  await new Promise((resolve) => client.once("connect", resolve));
+});
+afterAll(async () => {
+  client.close();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+/** A new stream, as the server sees it, and a way to close it from the client. */
+async function streamPair() {
+  const request = client.request({ ":method": "POST", ":path": "/grpc.health.v1.Health/Check" });
+  request.on("error", () => {});
+  request.resume();
+  const stream =
+    arrived.shift() ??
+    (await new Promise<ServerHttp2Stream>((resolve) => {
+      waiting.push(resolve);
+    }));
+  const closed = new Promise((resolve) => stream.once("close", resolve));
+  return { stream, leave: () => request.close(), closed };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+test("while the call runs, the client leaving aborts the signal with CANCELED", async () => {
+  const shutdown = new AbortController();
+  const { stream, leave, closed } = await streamPair();
+  const { context } = lazyContext(stream, {}, route, { shutdownSignal: shutdown.signal }, 60_000);
+  const signal = context.signal;
+  expect(getEventListeners(shutdown.signal, "abort")).toHaveLength(1);
+  leave();
+  await closed;
+  expect(signal.aborted).toBe(true);
+  expect(signal.reason).toBeInstanceOf(ConnectError);
+  expect((signal.reason as ConnectError).code).toBe(Code.Canceled);
+  expect((signal.reason as ConnectError).rawMessage).toBe("the client left");
+  expect(getEventListeners(shutdown.signal, "abort")).toHaveLength(0);
+});
+
+test("while the call runs, the deadline aborts the signal with DEADLINE_EXCEEDED", async () => {
+  const shutdown = new AbortController();
+  const { stream, leave, closed } = await streamPair();
+  const { context } = lazyContext(stream, {}, route, { shutdownSignal: shutdown.signal }, 20);
+  const signal = context.signal;
+  await sleep(60);
+  expect((signal.reason as ConnectError).code).toBe(Code.DeadlineExceeded);
+  leave();
+  await closed;
+});
+
+test("once the call has answered, `ended` leaves no abort, listener or timer behind", async () => {
+  const shutdown = new AbortController();
+  const { stream, leave, closed } = await streamPair();
+  const closeListeners = stream.listenerCount("close");
+  const { context, ended } = lazyContext(
+    stream,
+    {},
+    route,
+    { shutdownSignal: shutdown.signal },
+    20,
+  );
+  const signal = context.signal;
+  try {
+    expect(stream.listenerCount("close")).toBe(closeListeners + 1);
+    ended();
+    expect(stream.listenerCount("close")).toBe(closeListeners);
+    expect(getEventListeners(shutdown.signal, "abort")).toHaveLength(0);
+    await sleep(60); // past the deadline: its timer was cleared
+  } finally {
+    leave();
+    await closed;
+  }
+  shutdown.abort();
+  expect(signal.aborted).toBe(false);
+});
+
+test("a context whose signal was never read makes none, and `ended` is harmless", async () => {
+  const shutdown = new AbortController();
+  const { stream, leave, closed } = await streamPair();
+  const { ended } = lazyContext(stream, {}, route, { shutdownSignal: shutdown.signal }, 20);
+  ended();
+  expect(getEventListeners(shutdown.signal, "abort")).toHaveLength(0);
+  leave();
+  await closed;
+});
