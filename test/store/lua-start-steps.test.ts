@@ -87,16 +87,16 @@ describe("beginStart-4.lua", () => {
   });
 });
 
-describe("settleStart-5.lua", () => {
-  /** Subscribes to the session's start results; answers what it hears and a close. */
-  async function listen(sessionId: string) {
-    const sub = subscriberConnection(redis);
-    const messages: string[] = [];
-    sub.on("message", (_channel: string, message: string) => messages.push(message));
-    await sub.subscribe(startResultChannel(sessionId));
-    return { messages, close: () => sub.quit() };
-  }
+/** Subscribes to the session's start results; answers what it hears and a close. */
+async function listen(sessionId: string) {
+  const sub = subscriberConnection(redis);
+  const messages: string[] = [];
+  sub.on("message", (_channel: string, message: string) => messages.push(message));
+  await sub.subscribe(startResultChannel(sessionId));
+  return { messages, close: () => sub.quit() };
+}
 
+describe("settleStart-5.lua", () => {
   test("started recorded, the read shows it, the holder's lock released with `released`", async () => {
     const c = await chatWithOffer();
     await redis.set(c.lock, "tok-1", "PX", 10_000);
@@ -173,12 +173,18 @@ describe("settleStartEmbedded-9.lua (a single Redis)", () => {
     return { chat, start, messages };
   }
 
-  test("the chat created, started recorded with it, the lock released, the brief posted once", async () => {
+  test("the chat created, started recorded with it, the brief posted once, waiters told `delivered`", async () => {
     for (const workspaceId of ["", "ws-start"]) {
       const c = await chatWithOffer(workspaceId);
       await redis.set(c.lock, "tok-1", "PX", 10_000);
       const w = writes(c);
-      const settled = await w.start();
+      const l = await listen(c.sessionId);
+      const settled = await w.start().finally(async () => {
+        await eventually(async () => l.messages.length > 0);
+        await l.close();
+      });
+      // The brief is in: waiters answer the chat without posting it again.
+      expect(l.messages).toEqual([`${c.suggestionId} delivered`]);
       expect(settled.outcome.kind).toBe("recorded");
       expect(settled.briefPosted).toBe(true);
       expect(settled.suggestion).toMatchObject({
@@ -200,7 +206,12 @@ describe("settleStartEmbedded-9.lua (a single Redis)", () => {
     await store.settle(c.sessionId, c.suggestionId, "dismissed");
     await redis.set(c.lock, "tok-1", "PX", 10_000);
     const w = writes(c);
-    const settled = await w.start();
+    const l = await listen(c.sessionId);
+    const settled = await w.start().finally(async () => {
+      await eventually(async () => l.messages.length > 0);
+      await l.close();
+    });
+    expect(l.messages).toEqual([`${c.suggestionId} released`]);
     expect(settled.outcome).toMatchObject({ kind: "not-open", state: SuggestionState.DISMISSED });
     expect(settled.briefPosted).toBe(false);
     expect(await redis.exists(c.lock)).toBe(0);

@@ -2,9 +2,11 @@
   StartSuggestion's holder steps on the embedded host, as one script on a single Redis
   (the offering session's keys and the new chat's are in different slots of a cluster,
   where they stay three calls): the embedded host's CreateChat (createChat-2.lua), then
-  settleStart-5.lua (`started` only if the offer is still open, its read, the lock's
-  end), then, when `started` was recorded now, the brief's PostMessage
-  (postMessage-3.lua). The design's order, in one step: nothing comes between them.
+  settleAndRead-3.lua (`started` only if the offer is still open, and its read), then,
+  when `started` was recorded now, the brief's PostMessage (postMessage-3.lua), and the
+  lock's end as settleStart-5.lua ends it, except that its waiters hear `delivered`
+  when the brief is in (they answer the chat without posting it again) and `released`
+  otherwise. The design's order, in one step: nothing comes between them.
 
   KEYS[1..5]  as settleStart-5.lua (log, projection, changes, start lock, results channel)
   KEYS[6]     the new chat's record       (createChat-2.lua's KEYS[1])
@@ -12,11 +14,12 @@
   KEYS[8]     the new chat's message ids  (postMessage-3.lua's KEYS[2])
   KEYS[9]     the new chat's messages     (postMessage-3.lua's KEYS[3])
 
-  ARGV[1..10] as settleStart-5.lua
+  ARGV[1..10] as settleStart-5.lua (ARGV[10]: `<suggestion_id> released`)
   ARGV[11]    the serialized Chat          (createChat-2.lua's ARGV[1])
   ARGV[12]    the serialized Session       (createChat-2.lua's ARGV[2])
   ARGV[13]    the brief's message id       (postMessage-3.lua's ARGV[1])
   ARGV[14]    the serialized ChatMessage   (postMessage-3.lua's ARGV[2])
+  ARGV[15]    the message once the brief is in (`<suggestion_id> delivered`)
 
   Result: { settleStart-5.lua's three, posted }
     posted  postMessage-3.lua's status when `started` was recorded now; -1 when it was
@@ -26,17 +29,22 @@
 --- @announced 5
 --- @single-redis
 --- @include "host"
+--- @include "locks"
 
 createChat(KEYS[6], KEYS[7], ARGV[11], ARGV[12])
 
-local function settleStart()
---- @script "settleStart-5"
+local function settleAndRead()
+--- @script "settleAndRead-3"
 end
 
-local result = settleStart()
+local both = settleAndRead()
+local held = -1
 local posted = -1
-if result[1][1] == 0 then
-  posted = postMessage(KEYS[7], KEYS[8], KEYS[9], ARGV[13], ARGV[14])
+if both[1][1] ~= 5 then
+  if both[1][1] == 0 then
+    posted = postMessage(KEYS[7], KEYS[8], KEYS[9], ARGV[13], ARGV[14])
+  end
+  local brief = posted == 0 or posted == 1
+  held = releaseLock(KEYS[4], KEYS[5], ARGV[9], brief and ARGV[15] or ARGV[10])
 end
-result[4] = posted
-return result
+return { both[1], both[2], held, posted }
