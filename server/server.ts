@@ -3,7 +3,7 @@ import { readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
 import { type Logger, pino } from "pino";
-import { defaultConfig, type ServiceConfig } from "./config.js";
+import { ConfigError, defaultConfig, type ServiceConfig } from "./config.js";
 import { type ChatHost, createRemoteChatHost } from "./host/chat-host.js";
 import { EmbeddedChatHost } from "./host/embedded-host.js";
 import { traceChatHost } from "./host/traced-host.js";
@@ -12,7 +12,7 @@ import { bearerAuth } from "./pipeline/auth.js";
 import type { PipelineOptions } from "./pipeline/call-pipeline.js";
 import { createTelemetry, type Telemetry } from "./pipeline/telemetry.js";
 import { logRedisOutages } from "./redis/outage-log.js";
-import { type RedisClient, subscriberConnection } from "./redis/redis-client.js";
+import { clusterEnabled, type RedisClient, subscriberConnection } from "./redis/redis-client.js";
 import { redact } from "./redis/redis-url.js";
 import { buildServices, type RoutesDeps, routesOf } from "./routes.js";
 import { PubSub } from "./store/pubsub.js";
@@ -86,6 +86,12 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   // is encoded through Node's Buffer.
   configureProtobufText();
   const parts = createParts(settings);
+  if (parts.singleRedisScripts && (await clusterEnabled(parts.redis)) === true) {
+    await closeParts(parts);
+    throw new ConfigError(
+      `SINGLE_REDIS_SCRIPTS is for a single Redis, and ${redact(settings.redisUrl)} is cluster-enabled (its scripts would be refused with CROSSSLOT); unset SINGLE_REDIS_SCRIPTS, or name a cluster as redis+cluster://`,
+    );
+  }
   const shutdown = new AbortController();
   // Every call in flight (each watcher, too) listens to it until it ends.
   setMaxListeners(0, shutdown.signal);
@@ -116,12 +122,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
       });
       // Stops node's HTTP/1.1 timeout checks (the TLS server runs them for TLS).
       (server.h1 ?? server.h2).close();
-      await parts.watchHub.close();
-      await parts.pubsub.close();
-      parts.stopOutageLog();
-      await parts.redis.quit().catch(() => parts.redis.disconnect());
-      parts.stopLogFlush();
-      await new Promise<void>((resolve) => parts.telemetry.logger.flush(() => resolve()));
+      await closeParts(parts);
     })();
     return closing;
   };
@@ -129,6 +130,16 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   const hostInUrl = settings.host.includes(":") ? `[${settings.host}]` : settings.host;
   const { redis, telemetry } = parts;
   return { url: `${scheme}://${hostInUrl}:${port}`, port, redis, telemetry, close };
+}
+
+/** Closes what `createParts` opened: the watchers, Redis, the log's flushing. */
+async function closeParts(parts: Parts): Promise<void> {
+  await parts.watchHub.close();
+  await parts.pubsub.close();
+  parts.stopOutageLog();
+  await parts.redis.quit().catch(() => parts.redis.disconnect());
+  parts.stopLogFlush();
+  await new Promise<void>((resolve) => parts.telemetry.logger.flush(() => resolve()));
 }
 
 /** What the routes are built from, and what shutdown closes. */
@@ -140,6 +151,8 @@ type Parts = RoutesDeps & {
   readonly pubsub: PubSub;
   readonly stopOutageLog: () => void;
   readonly stopLogFlush: () => void;
+  /** SINGLE_REDIS_SCRIPTS asked for, on a client of a single Redis. */
+  readonly singleRedisScripts: boolean;
 };
 
 /** Telemetry, Redis, the store, the chat host, the watch hub, the start locks, the pipeline. */
@@ -193,7 +206,7 @@ function createParts(settings: ServerSettings): Parts {
   return {
     ...{ telemetry, redis, store, host, embeddedHost, watchHub, startLocks, pipeline },
     startInOneScript: embeddedHost !== undefined && singleRedisScripts,
-    ...{ pubsub, stopOutageLog, stopLogFlush },
+    ...{ pubsub, stopOutageLog, stopLogFlush, singleRedisScripts },
   };
 }
 

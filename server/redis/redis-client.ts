@@ -152,3 +152,20 @@ export function subscriberConnection(client: RedisClient): Redis {
  * those sessions. Seen with 10,000 watchers opening under load (bench/watch-load.ts).
  */
 const SUBSCRIBER_OPTIONS = Object.freeze({ enableAutoPipelining: false, enableReadyCheck: false });
+
+/**
+ * Whether the Redis that `client` reaches runs with `cluster-enabled yes` (`INFO
+ * cluster`), where a script whose keys span slots is refused with CROSSSLOT even through
+ * a plain `redis://` client; a Cluster client is. Undefined when it cannot tell (Redis
+ * not answering, or INFO refused, as some managed services do).
+ */
+export async function clusterEnabled(client: RedisClient): Promise<boolean | undefined> {
+  if (client instanceof Cluster) return true;
+  try {
+    const info = await client.info("cluster");
+    const match = /^cluster_enabled:(\d)/m.exec(info);
+    return match === null ? undefined : match[1] === "1";
+  } catch {
+    return undefined;
+  }
+}
