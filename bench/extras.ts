@@ -16,9 +16,13 @@ const node = (script: string, arg: unknown) => ({
 
 /** What 50 concurrent Starts cost beside one, in time and in server CPU. */
 export interface StartConcurrencyFigures extends StartConcurrencyResult {
-  /** Server CPU of one Start alone, and of one batch of 50 concurrent Starts, in ms. */
+  /**
+   * Server CPU of one Start alone, of one batch of 50 concurrent Starts, and of the 50
+   * concurrent GetSuggestion calls of one batch's suggestion, in ms.
+   */
   readonly serverCpuMsPerSingle: number;
   readonly serverCpuMsPerBatch: number;
+  readonly serverCpuMsPerFiftyGets: number;
 }
 
 /** Runs bench/start-concurrency.ts on `pairs` (half single, half in batches of 50). */
@@ -33,15 +37,20 @@ export async function measureStartConcurrency(
     "single-end": /^single-end$/,
     "fifty-start": /^fifty-start$/,
     "fifty-end": /^fifty-end$/,
+    "gets-start": /^gets-start$/,
+    "gets-end": /^gets-end$/,
   };
   const { stdout, samples } = await runMeasured(command, args, { ...watched }, marks);
   const result = lastJsonLine<StartConcurrencyResult>(stdout);
   const single = between(samples, "single-start", "single-end").cpuSeconds.server ?? Number.NaN;
   const fifty = between(samples, "fifty-start", "fifty-end").cpuSeconds.server ?? Number.NaN;
+  const gets = between(samples, "gets-start", "gets-end").cpuSeconds.server ?? Number.NaN;
   return {
     ...result,
     serverCpuMsPerSingle: (single / Math.max(1, result.singles)) * 1_000,
     serverCpuMsPerBatch: (fifty / Math.max(1, result.batches)) * 1_000,
+    // Each batch's suggestion is read once first (into the lists cache), then 50 times.
+    serverCpuMsPerFiftyGets: (gets / Math.max(1, result.batches)) * 1_000,
   };
 }
 

@@ -1,15 +1,16 @@
 /**
  * 50 concurrent Starts of one suggestion against one Start alone, in a process of its
- * own on the lean client (bench/h2-client.ts), so that the 50 calls cost the client
- * little beside the server's work. Half of the prepared suggestions are started one at
- * a time (the single Start's latency); each of the others by 50 concurrent calls on one
- * connection (the time until all 50 have answered). It prints `single-start`,
- * `single-end`, `fifty-start`, `fifty-end` as each phase opens and closes (the runner
- * reads the server's CPU then) and one JSON line: medians, their ratio, and whether the
- * 50 calls of each batch all got the same chat. After each batch, 50 concurrent
- * GetSuggestion calls of the same suggestion (unchanged since, so answered from the
- * lists cache) time what 50 calls cost on this connection when they do no work: the
- * floor under the 50 Starts, which a single flight cannot go below.
+ * own on the framed client (bench/h2-frames.ts), so that the 50 calls cost the client
+ * little beside the server's work (on node:http2 the client's own turns were part of
+ * what the 50 calls took). Half of the prepared suggestions are started one at a time
+ * (the single Start's latency); each of the others by 50 concurrent calls on one
+ * connection (the time until all 50 have answered). Then, for each batch's suggestion,
+ * 50 concurrent GetSuggestion calls of it (unchanged since, so answered from the lists
+ * cache) time what 50 calls cost on this connection when they do no work: the floor
+ * under the 50 Starts, which a single flight cannot go below. It prints `single-start`,
+ * `single-end`, `fifty-start`, `fifty-end`, `gets-start`, `gets-end` as each phase opens
+ * and closes (the runner reads the server's CPU then) and one JSON line: medians, their
+ * ratio, and whether the 50 calls of each batch all got the same chat.
  *
  *   node --import tsx bench/start-concurrency.ts '<json: { address, pairs }>'
  */
@@ -20,7 +21,7 @@ import {
   StartSuggestionResponseSchema,
 } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { requestFrame } from "./grpc-frames.js";
-import { connectAll, unaryCall } from "./h2-client.js";
+import { FramedGrpcConnection } from "./h2-frames.js";
 import { median } from "./stats.js";
 
 /** What the process prints last. */
@@ -51,12 +52,11 @@ async function main(): Promise<void> {
   const getBodies = pairs.map(([sessionId, suggestionId]) =>
     requestFrame(GetSuggestionRequestSchema, { sessionId, suggestionId }),
   );
-  const [session] = await connectAll(address, 1);
-  if (session === undefined) throw new Error("no connection");
+  const connection = await FramedGrpcConnection.connect(address);
   let errors = 0;
   let firstError: string | undefined;
   const chatOf = async (body: Buffer) => {
-    const answer = await unaryCall(session, PATH, body);
+    const answer = await connection.call(PATH, body);
     if (answer.error !== undefined) {
       errors++;
       firstError ??= answer.error;
@@ -74,18 +74,20 @@ async function main(): Promise<void> {
   }
   console.log("single-end");
   const fifty: number[] = [];
-  const gets: number[] = [];
   let oneChatEach = true;
   console.log("fifty-start");
-  for (const [i, body] of bodies.slice(half).entries()) {
+  for (const body of bodies.slice(half)) {
     const began = performance.now();
     const chats = await Promise.all(Array.from({ length: 50 }, () => chatOf(body)));
     fifty.push(performance.now() - began);
     if (new Set(chats).size !== 1 || chats[0] === "") oneChatEach = false;
-    gets.push(await fiftyGets(session, getBodies[half + i] as Buffer));
   }
   console.log("fifty-end");
-  session.close();
+  const gets: number[] = [];
+  console.log("gets-start");
+  for (const body of getBodies.slice(half)) gets.push(await fiftyGets(connection, body));
+  console.log("gets-end");
+  connection.close();
   const singleMs = median(single);
   const fiftyConcurrentMs = median(fifty);
   const result: StartConcurrencyResult = {
@@ -104,10 +106,12 @@ async function main(): Promise<void> {
 }
 
 /** The time 50 concurrent GetSuggestion calls of `body` take (one read first, to cache it). */
-async function fiftyGets(session: Parameters<typeof unaryCall>[0], body: Buffer): Promise<number> {
-  await unaryCall(session, GET, body);
+async function fiftyGets(connection: FramedGrpcConnection, body: Buffer): Promise<number> {
+  await connection.call(GET, body);
   const began = performance.now();
-  await Promise.all(Array.from({ length: 50 }, () => unaryCall(session, GET, body)));
+  const answers = await Promise.all(Array.from({ length: 50 }, () => connection.call(GET, body)));
+  const failed = answers.find((a) => a.error !== undefined);
+  if (failed !== undefined) throw new Error(`a GetSuggestion failed: ${failed.error}`);
   return performance.now() - began;
 }
 

@@ -64,7 +64,7 @@ function startLine(s: StartConcurrencyFigures): ExtraRow {
   const errors = s.errors > 0 ? `; ${s.errors} errors: ${s.firstError ?? "?"}` : "";
   return {
     measure: "50 concurrent Starts of one suggestion vs one Start",
-    figure: `${n1(s.fiftyConcurrentMs)} vs ${n1(s.singleMs)} ms (${s.ratio.toFixed(1)}×); 50 concurrent GetSuggestion calls of it, which do no work, take ${n1(s.fiftyGetsMs)} ms (the floor: one Start plus them is ${((s.singleMs + s.fiftyGetsMs) / s.singleMs).toFixed(1)}×); server CPU ${n1(s.serverCpuMsPerBatch)} ms a batch vs ${n1(s.serverCpuMsPerSingle)} ms a Start (${cpuRatio.toFixed(1)}×); ${chats} (${s.batches} batches, ${s.singles} single)${errors}`,
+    figure: `${n1(s.fiftyConcurrentMs)} vs ${n1(s.singleMs)} ms (${s.ratio.toFixed(1)}×); 50 concurrent GetSuggestion calls of it, which do no work, take ${n1(s.fiftyGetsMs)} ms (the floor: one Start plus them is ${((s.singleMs + s.fiftyGetsMs) / s.singleMs).toFixed(1)}×); server CPU ${n1(s.serverCpuMsPerBatch)} ms a batch vs ${n1(s.serverCpuMsPerSingle)} ms a Start (${cpuRatio.toFixed(1)}×), and ${n1(s.serverCpuMsPerFiftyGets)} ms for the 50 GetSuggestion calls; ${chats} (${s.batches} batches, ${s.singles} single)${errors}`,
     target: "≤ 2× one Start",
     met: s.ratio <= 2 && s.oneChatEach && s.errors === 0,
   };
