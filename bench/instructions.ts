@@ -42,7 +42,7 @@ import { requestFrame } from "./grpc-frames.js";
 import { FramedGrpcConnection } from "./h2-frames.js";
 import { buildChat, changeOfO9 } from "./history.js";
 import { builtService, startNode } from "./measure.js";
-import { ids, inBatches, writers } from "./prepare.js";
+import { BENCH_WORKSPACE, ids, inBatches, writers } from "./prepare.js";
 
 const SVC = "/oda.suggest.v1.SuggestionService";
 const HEALTH = "/grpc.health.v1.Health/Check";
@@ -207,11 +207,11 @@ const call = <Desc extends DescMessage>(
 function scenarios(redisUrl: string): { list: Scenario[]; close: () => Promise<unknown> } {
   const redis = createRedisClient(redisUrl);
   const { store, putSessions, offerTo } = writers(redis);
-  /** Sessions of one open offer `o0` each. */
-  const offered = async (prefix: string, n: number) => {
+  /** Sessions of one open offer `o0` each, of `workspaceId` ('': of none). */
+  const offered = async (prefix: string, n: number, workspaceId = "") => {
     const sessions = ids(prefix, n);
     await putSessions(sessions);
-    await inBatches(sessions, 500, (sessionId) => offerTo(sessionId, 0, "o0"));
+    await inBatches(sessions, 500, (sessionId) => offerTo(sessionId, 0, "o0", workspaceId));
     return sessions;
   };
   let readChat: Promise<string> | undefined;
@@ -287,7 +287,8 @@ function scenarios(redisUrl: string): { list: Scenario[]; close: () => Promise<u
     {
       name: "StartSuggestion, embedded host",
       calls: async (n, root) =>
-        (await offered(`ir-start-${root}`, n)).map((sessionId) =>
+        // Of the session's workspace, as the time row's (bench/prepare.ts `openPairs`).
+        (await offered(`ir-start-${root}`, n, BENCH_WORKSPACE)).map((sessionId) =>
           call("StartSuggestion", StartSuggestionRequestSchema, { sessionId, suggestionId: "o0" }),
         ),
     },

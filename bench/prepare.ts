@@ -14,6 +14,9 @@ const SIZES = {
   changeChats: 64,
 };
 
+/** The workspace of every session the bench puts. */
+export const BENCH_WORKSPACE = "ws-bench";
+
 /** Ids of what was prepared, per scenario. */
 export interface BenchData {
   /** Chats with no offer yet: SuggestTask gives each call a fresh one. */
@@ -56,12 +59,13 @@ export function writers(redis: ReturnType<typeof createRedisClient>) {
     inBatches(sessions, 2_000, (sessionId) =>
       host.putSession({
         sessionId,
-        workspaceId: "ws-bench",
+        workspaceId: BENCH_WORKSPACE,
         folder: FolderKind.NORMAL,
         settings: { model: "m" },
       }),
     );
-  const offerTo = (sessionId: string, turn: number, id: string = randomUUID()) =>
+  /** An offer recorded in `sessionId`, of `workspaceId` ('': of none). */
+  const offerTo = (sessionId: string, turn: number, id: string = randomUUID(), workspaceId = "") =>
     store.offer(
       sessionId,
       {
@@ -73,14 +77,19 @@ export function writers(redis: ReturnType<typeof createRedisClient>) {
         brief: "Do it.",
       },
       false,
+      workspaceId,
     );
-  /** Three open offers in each session: (session, suggestion) pairs to start. */
+  /**
+   * Three open offers in each session, of its workspace as SuggestTask records them (a
+   * Start needs the session's workspace, so its offers are announced in that workspace's
+   * inbox before `started`): (session, suggestion) pairs to start.
+   */
   const openPairs = async (sessions: string[], concurrency: number) => {
     const pairs: [string, string][] = [];
     await putSessions(sessions);
     await inBatches(sessions, concurrency, async (sessionId) => {
       for (let i = 0; i < 3; i++) {
-        const offered = await offerTo(sessionId, i);
+        const offered = await offerTo(sessionId, i, randomUUID(), BENCH_WORKSPACE);
         if (offered.kind === "recorded") pairs.push([sessionId, offered.suggestion.id]);
       }
     });
