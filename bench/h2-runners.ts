@@ -20,14 +20,19 @@ export async function h2load(port: number, path: string, body: Buffer, pid: numb
   const timer = setTimeout(() => {
     before = cpuSeconds(pid);
   }, WARMUP_S * 1000);
-  const { stdout } = await run("h2load", [
-    ...["-c", "4", "-m", "16", "--warm-up-time", String(WARMUP_S), "-D", String(WINDOW_S)],
-    ...["-d", file, "-H", "content-type: application/grpc", "-H", "te: trailers"],
-    `http://127.0.0.1:${port}${path}`,
-  ]);
-  const after = cpuSeconds(pid);
-  clearTimeout(timer);
-  rmSync(dir, { recursive: true, force: true });
+  let stdout: string;
+  let after: number;
+  try {
+    ({ stdout } = await run("h2load", [
+      ...["-c", "4", "-m", "16", "--warm-up-time", String(WARMUP_S), "-D", String(WINDOW_S)],
+      ...["-d", file, "-H", "content-type: application/grpc", "-H", "te: trailers"],
+      `http://127.0.0.1:${port}${path}`,
+    ]));
+    after = cpuSeconds(pid);
+  } finally {
+    clearTimeout(timer);
+    rmSync(dir, { recursive: true, force: true });
+  }
   const done = Number(/(\d+) succeeded/.exec(stdout)?.[1] ?? 0);
   return { callsPerSecond: done / WINDOW_S, cpuUs: ((after - before) / done) * 1e6 };
 }
@@ -47,6 +52,9 @@ export async function sequences(
   const sessions = await FramedGrpcConnection.connectAll(`127.0.0.1:${port}`, 4);
   let counting = false;
   let stop = false;
+  // The first call that fails stops every loop and fails the run, once the window is over
+  // (handled at once: a loop's rejection is never left unhandled until then).
+  let failure: { readonly error: unknown } | undefined;
   const counts = new Map<string, number>();
   const loops = Array.from({ length: 64 }, async (_, slot) => {
     const seq = steps(slot);
@@ -57,7 +65,12 @@ export async function sequences(
         if (counting) counts.set(path, (counts.get(path) ?? 0) + 1);
       }
     }
-  });
+  }).map((loop) =>
+    loop.catch((error: unknown) => {
+      failure ??= { error };
+      stop = true;
+    }),
+  );
   await new Promise((r) => setTimeout(r, WARMUP_S * 1000));
   const before = cpuSeconds(pid);
   counting = true;
@@ -67,6 +80,7 @@ export async function sequences(
   stop = true;
   await Promise.all(loops);
   for (const s of sessions) s.close();
+  if (failure !== undefined) throw failure.error;
   const calls = [...counts.values()].reduce((a, b) => a + b, 0);
   return { calls, cpuUs: (cpu / calls) * 1e6 };
 }
@@ -96,12 +110,16 @@ export async function h2loadBurst(port: number, path: string, body: Buffer, n: n
   const dir = mkdtempSync(join(tmpdir(), "h2burst-"));
   const file = join(dir, "body");
   writeFileSync(file, body);
-  const { stdout } = await run("h2load", [
-    ...["-n", String(n), "-c", "1", "-m", String(n), "-d", file],
-    ...["-H", "content-type: application/grpc", "-H", "te: trailers"],
-    `http://127.0.0.1:${port}${path}`,
-  ]);
-  rmSync(dir, { recursive: true, force: true });
+  let stdout: string;
+  try {
+    ({ stdout } = await run("h2load", [
+      ...["-n", String(n), "-c", "1", "-m", String(n), "-d", file],
+      ...["-H", "content-type: application/grpc", "-H", "te: trailers"],
+      `http://127.0.0.1:${port}${path}`,
+    ]));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
   const [, value, unit] = /finished in ([\d.]+)(ms|s|us)/.exec(stdout) ?? [];
   const scale = unit === "s" ? 1000 : unit === "us" ? 0.001 : 1;
   return Number(value) * scale;
