@@ -17,7 +17,7 @@ import {
   GetSuggestionRequestSchema,
   ListSuggestionsRequestSchema,
 } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
-import { freePort, startRedisServer } from "../server/redis/redis-server-process.js";
+import { freePort, socketPathIn, startRedisServer } from "../server/redis/redis-server-process.js";
 import { measureFanout, measureStartConcurrency } from "./extras.js";
 import { H2LOAD_MISSING, h2loadVersion } from "./h2load.js";
 import { runHistoryBench } from "./history.js";
@@ -199,7 +199,7 @@ async function serviceRows(address: string, watched: Watched, data: Data, redisU
 
 /** The service on `redis`: its load windows, then the figures measured beside them. */
 async function measureService(
-  redis: { url: string; pid: number },
+  redis: { url: string; socketUrl: string | undefined; pid: number },
   data: Data,
   extra: Extra,
   started: { stop: () => Promise<void> }[],
@@ -211,7 +211,7 @@ async function measureService(
     [...(profile ? ["--cpu-prof", `--cpu-prof-dir=${profile}`] : []), builtService()],
     {
       PORT: String(port),
-      REDIS_URL: redis.url,
+      REDIS_URL: redis.socketUrl ?? redis.url,
       GRPC_FAST_PATH: process.env.BENCH_GRPC_FAST_PATH ?? "1",
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "info",
     },
@@ -281,7 +281,10 @@ async function main(): Promise<void> {
   const started: { stop: () => Promise<void> }[] = [];
   try {
     extra.diskFloor = await step("disk floor (redis-benchmark XADD)", () => measureDiskFloor(dir));
-    const redis = await startRedisServer({ dir: join(dir, "redis") });
+    // As `npm start` runs it: the service on its Unix socket (server/main.ts), the
+    // bench's own clients on TCP.
+    const redisDir = join(dir, "redis");
+    const redis = await startRedisServer({ dir: redisDir, unixSocket: socketPathIn(redisDir) });
     started.push(redis);
     const data = (await step("preparing data", () => prepare(redis.url), true)) as Data;
     rows.push(await noopRow(redis.pid, "first"));

@@ -5,6 +5,7 @@ import { DataDirError, type DataDirLock, lockDataDir } from "./redis/data-dir-lo
 import {
   RedisServerMissingError,
   type RedisServerProcess,
+  socketPathIn,
   startRedisServer,
 } from "./redis/redis-server-process.js";
 import { parseRedisUrl, redact } from "./redis/redis-url.js";
@@ -44,9 +45,12 @@ async function main(): Promise<void> {
   try {
     if (redisUrl === undefined) {
       lock = lockDataDir(config.dataDir);
-      privateRedis = await startRedisServer({ dir: resolve(config.dataDir, "redis") });
+      const dir = resolve(config.dataDir, "redis");
+      // The service talks to it over a Unix socket when its path fits one (cheaper than
+      // loopback TCP; docs/performance.md), and over TCP otherwise.
+      privateRedis = await startRedisServer({ dir, unixSocket: socketPathIn(dir) });
       lock.noteRedis(privateRedis.pid);
-      redisUrl = privateRedis.url;
+      redisUrl = privateRedis.socketUrl ?? privateRedis.url;
     }
     if (process.argv[2] === "rebuild-inbox") return await rebuildInboxCommand(redisUrl, release);
     server = await startSuggestServer({ ...config, redisUrl });
@@ -62,7 +66,7 @@ async function main(): Promise<void> {
       config.tlsCertFile === undefined ? "h2c and HTTP/1.1" : "HTTP/2 and HTTP/1.1 over TLS"
     })`,
     privateRedis
-      ? `private redis-server on ${privateRedis.url}, data in ${privateRedis.dir}`
+      ? `private redis-server on ${privateRedis.url}${privateRedis.socketUrl ? ` and ${privateRedis.socketUrl}` : ""}, data in ${privateRedis.dir}`
       : `${parseRedisUrl(redisUrl).kind === "cluster" ? "Redis Cluster" : "Redis"} at ${redact(redisUrl)}`,
     config.chatHostUrl ? `chat host at ${config.chatHostUrl}` : "embedded chat host",
     ...(tracing ? ["traces to the OTLP endpoint"] : []),

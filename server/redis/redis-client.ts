@@ -48,14 +48,17 @@ export const defaultClusterOptions: Readonly<ClusterOptions> = Object.freeze({
 const clusterSeeds = new WeakMap<Cluster, readonly ClusterSeed[]>();
 
 /**
- * A client of the Redis that `url` names: `redis://` and `rediss://` make a `Redis`,
+ * A client of the Redis that `url` names: `redis://`, `rediss://` and `unix://` make a `Redis`,
  * `redis+cluster://` and `rediss+cluster://` (see `parseRedisUrl`) a `Cluster`. The
  * store defines its scripts on it (store/scripts.ts `createRedisClient`).
  */
 export function connectRedis(url: string): RedisClient {
   const target = parseRedisUrl(url);
   if (target.kind === "single") {
-    const client = new Redis(url, { ...defaultRedisOptions });
+    const client =
+      target.socket === undefined
+        ? new Redis(url, { ...defaultRedisOptions })
+        : new Redis({ ...defaultRedisOptions, path: target.socket });
     batchWritesPerTurn(client);
     return client;
   }

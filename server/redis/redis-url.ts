@@ -5,12 +5,18 @@ export interface ClusterSeed {
 }
 
 /**
- * Where Redis is, as `REDIS_URL` says: one server (`redis://`, `rediss://`), or a Redis
- * Cluster (`redis+cluster://`, `rediss+cluster://`) given by one or more seed nodes,
- * from which the client learns every node and slot.
+ * Where Redis is, as `REDIS_URL` says: one server (`redis://`, `rediss://`, or
+ * `unix:///<absolute path>` for its Unix socket), or a Redis Cluster (`redis+cluster://`,
+ * `rediss+cluster://`) given by one or more seed nodes, from which the client learns
+ * every node and slot.
  */
 export type RedisTarget =
-  | { readonly kind: "single"; readonly url: string }
+  | {
+      readonly kind: "single";
+      readonly url: string;
+      /** `unix://`: the path of the server's Unix socket. */
+      readonly socket?: string;
+    }
   | {
       readonly kind: "cluster";
       readonly seeds: readonly ClusterSeed[];
@@ -44,9 +50,10 @@ export function parseRedisUrl(raw: string): RedisTarget {
     } catch {
       throw new RedisUrlError(`must be a URL (got "${raw}")`);
     }
+    if (parsed.protocol === "unix:") return { kind: "single", url: raw, socket: socketPath(raw) };
     if (parsed.protocol !== "redis:" && parsed.protocol !== "rediss:") {
       throw new RedisUrlError(
-        `must start with redis:, rediss:, redis+cluster: or rediss+cluster: (got "${raw}")`,
+        `must start with redis:, rediss:, unix:, redis+cluster: or rediss+cluster: (got "${raw}")`,
       );
     }
     return { kind: "single", url: raw };
@@ -73,6 +80,23 @@ export function parseRedisUrl(raw: string): RedisTarget {
     password = colon < 0 ? undefined : decodeURIComponent(userinfo.slice(colon + 1));
   }
   return { kind: "cluster", seeds, username, password, tls: scheme === "rediss" };
+}
+
+const UNIX_URL = /^unix:\/\/(\/[^?#]+)$/;
+
+/**
+ * The socket of `unix:///<absolute path>`: no host, no credentials, no query (a socket
+ * that needs a password is named with `redis://` instead, or guarded by its file
+ * permissions, as the private redis-server's is).
+ */
+function socketPath(raw: string): string {
+  const match = UNIX_URL.exec(raw);
+  if (match === null) {
+    throw new RedisUrlError(
+      `must name a Unix socket by its absolute path, as unix:///var/run/redis.sock (got "${raw}")`,
+    );
+  }
+  return decodeURIComponent(match[1] as string);
 }
 
 /** A Redis URL with its password replaced by `***`, for logs. */

@@ -1,8 +1,9 @@
 import { execFile, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { Redis } from "ioredis";
 import { afterEach, expect, test } from "vitest";
 import { spawnService, tempDir } from "../support/harness.js";
 import { REFUSAL_TEXT, successText } from "../support/suggest.js";
@@ -37,6 +38,10 @@ test("with REDIS_URL unset the service runs a private redis-server; buf curl cal
   const service = await spawnService(undefined, { DATA_DIR: data.dir });
   cleanups.push(() => service.kill("SIGKILL"));
   expect(service.output()).toMatch(/listening on http:\/\/127\.0\.0\.1:\d+ .*private redis-server/);
+  // It reaches its redis-server over the Unix socket in DATA_DIR (permissions 700).
+  const socket = join(data.dir, "redis", "redis.sock");
+  expect(service.output()).toContain(` and unix://${socket}, data in `);
+  expect(statSync(socket).mode & 0o777).toBe(0o700);
 
   const put = await bufCurl(service.url, "oda.suggest.v1.LocalHostService/PutSession", {
     session: { sessionId: "chat-1", workspaceId: "ws-1", folder: "FOLDER_KIND_NORMAL" },
@@ -71,11 +76,24 @@ test("with REDIS_URL unset the service runs a private redis-server; buf curl cal
     },
   });
 
+  const port = Number(/redis-server on redis:\/\/127\.0\.0\.1:(\d+)/.exec(service.output())?.[1]);
+  expect(port).toBeGreaterThan(0);
+  const tcp = new Redis(port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0 });
+  try {
+    await tcp.connect();
+    const others = ((await tcp.client("LIST")) as string)
+      .trim()
+      .split("\n")
+      .filter((line) => !line.includes("cmd=client|list"));
+    expect(others.length).toBeGreaterThan(0);
+    for (const line of others) expect(line).toContain(`addr=${socket}:0`);
+  } finally {
+    tcp.disconnect();
+  }
+
   // SIGTERM: the server drains, stops its redis-server and exits 0; the AOF is on disk.
   expect(await service.kill("SIGTERM")).toBe(0);
   expect(existsSync(join(data.dir, "redis", "appendonlydir"))).toBe(true);
-  const port = Number(/redis-server on redis:\/\/127\.0\.0\.1:(\d+)/.exec(service.output())?.[1]);
-  expect(port).toBeGreaterThan(0);
   const redisGone = await new Promise((resolve) => {
     const socket = connect(port, "127.0.0.1");
     socket.once("connect", () => {

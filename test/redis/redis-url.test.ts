@@ -13,6 +13,25 @@ test("redis:// and rediss:// name one Redis, as before", () => {
   expect(parseRedisUrl("rediss://:pw@cache.internal:6380/2").kind).toBe("single");
 });
 
+test("unix:/// names one Redis by its Unix socket's absolute path", () => {
+  expect(parseRedisUrl("unix:///var/run/redis/redis.sock")).toEqual({
+    kind: "single",
+    url: "unix:///var/run/redis/redis.sock",
+    socket: "/var/run/redis/redis.sock",
+  });
+  expect(parseRedisUrl("unix:///tmp/a%20b/r.sock")).toMatchObject({ socket: "/tmp/a b/r.sock" });
+  for (const raw of ["unix://host/r.sock", "unix:r.sock", "unix:///tmp/r.sock?password=x"]) {
+    expect(() => parseRedisUrl(raw), raw).toThrow(
+      new RedisUrlError(
+        `must name a Unix socket by its absolute path, as unix:///var/run/redis.sock (got "${raw}")`,
+      ),
+    );
+  }
+  expect(() => configFromEnv({ REDIS_URL: "unix:r.sock" })).toThrow(
+    /^REDIS_URL must name a Unix socket by its absolute path/,
+  );
+});
+
 test("redis+cluster:// names a cluster by its seeds, with optional credentials and TLS", () => {
   expect(
     parseRedisUrl("redis+cluster://10.0.0.1:7000,10.0.0.2:7001, node-3.internal:7002"),
