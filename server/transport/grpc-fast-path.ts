@@ -158,7 +158,7 @@ async function serveStream(
     const input = parseFrame(route.method.input, body);
     const timeout = callerTimeout(headerValue(headers["grpc-timeout"]));
     if (timeout.error !== undefined) throw timeout.error;
-    const { context, ended } = lazyContext(stream, headers, route, options, timeout.timeoutMs);
+    const context = lazyContext(stream, headers, route, options, timeout.timeoutMs);
     try {
       for await (const message of route.fn(input, context)) {
         if (stream.destroyed || stream.closed) break;
@@ -169,7 +169,7 @@ async function serveStream(
         if (!stream.write(frameOf(route.method.output, message))) await drained(stream);
       }
     } finally {
-      ended();
+      context.ended();
     }
     finish({ "grpc-status": "0" });
   } catch (err) {
@@ -201,11 +201,11 @@ async function call(
   const input = parseFrame(route.method.input, body);
   const timeout = callerTimeout(headerValue(headers["grpc-timeout"]));
   if (timeout.error !== undefined) throw timeout.error;
-  const { context, ended } = lazyContext(stream, headers, route, options, timeout.timeoutMs);
+  const context = lazyContext(stream, headers, route, options, timeout.timeoutMs);
   try {
     return frameOf(route.method.output, await (route.fn as UnaryFn)(input, context));
   } finally {
-    ended();
+    context.ended();
   }
 }
 

@@ -21,7 +21,7 @@ import { requestHeaderOf } from "./grpc-wire.js";
  * The signal aborts when the client's stream closes (reason: CANCELED), when the server
  * shuts down (the shutdown's reason) or at the deadline (reason: DEADLINE_EXCEEDED, as
  * connect's own contexts do, which WatchSuggestions tells apart), while the call runs:
- * `ended`, once the handler has answered, drops the signal's listeners and timer instead,
+ * its `ended()`, once the handler has answered, drops the signal's listeners and timer instead,
  * so that a call that made one (a Start waiting on another's flight) does not make an
  * error and an abort event for each stream that closes after its answer
  * (test/transport/lazy-handler-context.test.ts).
@@ -32,68 +32,107 @@ export function lazyContext(
   route: { readonly service: DescService; readonly method: DescMethod },
   options: { readonly shutdownSignal: AbortSignal },
   timeoutMs: number | undefined,
-): { readonly context: HandlerContext; readonly ended: () => void } {
-  const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
-  let controller: AbortController | undefined;
-  let requestHeader: Headers | undefined;
-  let responseHeader: Headers | undefined;
-  let responseTrailer: Headers | undefined;
-  let values: ContextValues | undefined;
-  let release = () => {};
-  const signal = (): AbortSignal => {
-    if (controller !== undefined) return controller.signal;
+): LazyContext {
+  return new LazyContext(stream, headers, route, options.shutdownSignal, timeoutMs);
+}
+
+/**
+ * `lazyContext`'s context: one object of prototype getters, its parts in fields, rather
+ * than an object literal whose getters and helpers are closures made for every call.
+ */
+export class LazyContext implements HandlerContext {
+  readonly service: DescService;
+  readonly method: DescMethod;
+  readonly protocolName = "grpc";
+  readonly requestMethod = "POST";
+  readonly url: string;
+  readonly #stream: ServerHttp2Stream;
+  readonly #headers: IncomingHttpHeaders;
+  readonly #shutdown: AbortSignal;
+  readonly #deadline: number | undefined;
+  #controller: AbortController | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #requestHeader: Headers | undefined;
+  #responseHeader: Headers | undefined;
+  #responseTrailer: Headers | undefined;
+  #values: ContextValues | undefined;
+  /** The signal's listeners, made with it (most calls never read the signal). */
+  #onShutdown: (() => void) | undefined;
+  #onClose: (() => void) | undefined;
+
+  constructor(
+    stream: ServerHttp2Stream,
+    headers: IncomingHttpHeaders,
+    route: { readonly service: DescService; readonly method: DescMethod },
+    shutdown: AbortSignal,
+    timeoutMs: number | undefined,
+  ) {
+    this.service = route.service;
+    this.method = route.method;
+    this.url = headers[":path"] ?? "";
+    this.#stream = stream;
+    this.#headers = headers;
+    this.#shutdown = shutdown;
+    this.#deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+  }
+
+  timeoutMs(): number | undefined {
+    return this.#deadline === undefined ? undefined : this.#deadline - Date.now();
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller !== undefined) return this.#controller.signal;
     const c = new AbortController();
-    controller = c;
-    const shutdown = options.shutdownSignal;
-    let timer: NodeJS.Timeout | undefined;
+    this.#controller = c;
+    const shutdown = this.#shutdown;
     const onShutdown = () => c.abort(shutdown.reason);
     const onClose = () => {
       c.abort(new ConnectError("the client left", Code.Canceled));
-      release();
+      this.ended();
     };
-    release = () => {
-      shutdown.removeEventListener("abort", onShutdown);
-      stream.off("close", onClose);
-      clearTimeout(timer);
-    };
+    this.#onShutdown = onShutdown;
+    this.#onClose = onClose;
     if (shutdown.aborted) c.abort(shutdown.reason);
     else shutdown.addEventListener("abort", onShutdown);
-    if (deadline !== undefined) {
-      timer = setTimeout(
+    if (this.#deadline !== undefined) {
+      this.#timer = setTimeout(
         () => c.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
-        Math.max(0, deadline - Date.now()),
+        Math.max(0, this.#deadline - Date.now()),
       );
     }
-    if (stream.closed) onClose();
-    else stream.once("close", onClose);
+    if (this.#stream.closed) onClose();
+    else this.#stream.once("close", onClose);
     return c.signal;
-  };
-  const context: HandlerContext = {
-    service: route.service,
-    method: route.method,
-    protocolName: "grpc",
-    requestMethod: "POST",
-    url: headers[":path"] ?? "",
-    timeoutMs: () => (deadline === undefined ? undefined : deadline - Date.now()),
-    get signal() {
-      return signal();
-    },
-    get requestHeader() {
-      requestHeader ??= new Headers(requestHeaderOf(headers));
-      return requestHeader;
-    },
-    get responseHeader() {
-      responseHeader ??= new Headers();
-      return responseHeader;
-    },
-    get responseTrailer() {
-      responseTrailer ??= new Headers();
-      return responseTrailer;
-    },
-    get values() {
-      values ??= createContextValues();
-      return values;
-    },
-  };
-  return { context, ended: () => release() };
+  }
+
+  get requestHeader(): Headers {
+    this.#requestHeader ??= new Headers(requestHeaderOf(this.#headers));
+    return this.#requestHeader;
+  }
+
+  get responseHeader(): Headers {
+    this.#responseHeader ??= new Headers();
+    return this.#responseHeader;
+  }
+
+  get responseTrailer(): Headers {
+    this.#responseTrailer ??= new Headers();
+    return this.#responseTrailer;
+  }
+
+  get values(): ContextValues {
+    this.#values ??= createContextValues();
+    return this.#values;
+  }
+
+  /**
+   * The call has answered: the signal (if one was made) keeps its state, and its
+   * listeners and timer are dropped.
+   */
+  ended(): void {
+    if (this.#onShutdown === undefined || this.#onClose === undefined) return;
+    this.#shutdown.removeEventListener("abort", this.#onShutdown);
+    this.#stream.off("close", this.#onClose);
+    clearTimeout(this.#timer);
+  }
 }
