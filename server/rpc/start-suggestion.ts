@@ -1,10 +1,6 @@
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import {
-  type CreateChatRequestSchema,
-  MessageAuthor,
-  type Session,
-} from "../../gen/oda/suggest/v1/chat_host_pb.js";
+import type { Session } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import {
   type Suggestion,
   SuggestionState,
@@ -16,7 +12,7 @@ import {
   StartSuggestionResponseSchema,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { SuggestionErrorCode } from "../domain/failures.js";
-import { isValidId, requireId } from "../domain/ids.js";
+import { requireId } from "../domain/ids.js";
 import {
   startedChatSettings,
   startIdempotencyKeys,
@@ -28,14 +24,9 @@ import type { HeldStartLock } from "../store/held-start-lock.js";
 import { newLockToken, type StartLocks } from "../store/start-locks.js";
 import { beginStart, type StartSettled, settleStart } from "../store/start-steps.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
-import {
-  dependencyError,
-  foundSuggestion,
-  hostCall,
-  storeCall,
-  suggestionError,
-} from "./errors.js";
+import { dependencyError, foundSuggestion, storeCall, suggestionError } from "./errors.js";
 import { Flights } from "./start-flights.js";
+import { briefRequest, createdChat, postBrief } from "./start-host-calls.js";
 
 /** What StartSuggestion needs. */
 export interface StartSuggestionDeps {
@@ -249,24 +240,6 @@ function startResponse(started: Suggestion): StartSuggestionResponse {
 }
 
 /**
- * The chat the host created for the request, its id checked; already handled, so that it
- * may fail while the step it feeds is still announcing (`startHeld` awaits it again).
- */
-function createdChat(
-  host: ChatHost,
-  request: MessageInitShape<typeof CreateChatRequestSchema>,
-): Promise<string> {
-  const chat = hostCall(() => host.createChat(request)).then(({ chatId }) => {
-    if (!isValidId(chatId)) {
-      throw new ConnectError("the chat host answered an unusable chat id", Code.Internal);
-    }
-    return chatId;
-  });
-  chat.catch(() => {});
-  return chat;
-}
-
-/**
  * The offering chat as a remote host knows it (`checkedSession`). A session the host
  * does not know cannot start anything: an offer it never made is not-found, and one it
  * made (the host has since forgotten the chat) belongs to no workspace now.
@@ -313,25 +286,4 @@ async function readSuggestion(
 ): Promise<Suggestion> {
   const suggestion = await storeCall(() => store.suggestion(sessionId, suggestionId));
   return foundSuggestion(suggestion, suggestionId);
-}
-
-/**
- * Posts the brief as the new chat's message, attributed to the suggestion (author
- * SUGGESTION, origin the offering session and suggestion) so that person-only checks
- * refuse it. Idempotent by key: however many Starts post it, the chat has it once.
- */
-async function postBrief(host: ChatHost, suggestion: Suggestion, chatId: string): Promise<void> {
-  await hostCall(() => host.postMessage(briefRequest(suggestion, chatId)));
-}
-
-/** The brief's PostMessage request for a suggestion's chat. */
-function briefRequest(suggestion: Suggestion, chatId: string) {
-  const { sessionId, id: suggestionId } = suggestion;
-  return {
-    idempotencyKey: startIdempotencyKeys(sessionId, suggestionId).brief,
-    chatId,
-    text: suggestion.brief,
-    author: MessageAuthor.SUGGESTION,
-    origin: { sessionId, suggestionId },
-  };
 }
