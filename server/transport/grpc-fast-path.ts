@@ -5,7 +5,7 @@ import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import { callerTimeout } from "./call-timeout.js";
 import { frameOf, headerValue, parseFrame, statusOf, toConnectError } from "./grpc-wire.js";
 import type { ServedService, StreamHandler } from "./handler-types.js";
-import { lazyContext } from "./lazy-handler-context.js";
+import { LazyContext } from "./lazy-handler-context.js";
 
 /** How the fast path runs. */
 export interface GrpcFastPathOptions {
@@ -158,7 +158,7 @@ async function serveStream(
     const input = parseFrame(route.method.input, body);
     const timeout = callerTimeout(headerValue(headers["grpc-timeout"]));
     if (timeout.error !== undefined) throw timeout.error;
-    const context = lazyContext(stream, headers, route, options, timeout.timeoutMs);
+    const context = new LazyContext(stream, headers, route, options, timeout.timeoutMs);
     try {
       for await (const message of route.fn(input, context)) {
         if (stream.destroyed || stream.closed) break;
@@ -201,7 +201,7 @@ async function call(
   const input = parseFrame(route.method.input, body);
   const timeout = callerTimeout(headerValue(headers["grpc-timeout"]));
   if (timeout.error !== undefined) throw timeout.error;
-  const context = lazyContext(stream, headers, route, options, timeout.timeoutMs);
+  const context = new LazyContext(stream, headers, route, options, timeout.timeoutMs);
   try {
     return frameOf(route.method.output, await (route.fn as UnaryFn)(input, context));
   } finally {

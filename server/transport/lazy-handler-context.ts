@@ -10,7 +10,9 @@ import {
 import { requestHeaderOf } from "./grpc-wire.js";
 
 /**
- * A handler context whose parts are made only when a handler reads them. Unary handlers
+ * A handler context whose parts are made only when a handler reads them, as one object
+ * of prototype getters with its parts in fields (not an object literal of closures made
+ * for every call). Unary handlers
  * that read no signal and no headers, as SuggestTask and ListSuggestions, then cost no
  * AbortController, DOMException or Headers per call (the profile of the fast path showed
  * those near a tenth of its CPU); a watch, which reads the signal, costs one
@@ -21,24 +23,10 @@ import { requestHeaderOf } from "./grpc-wire.js";
  * The signal aborts when the client's stream closes (reason: CANCELED), when the server
  * shuts down (the shutdown's reason) or at the deadline (reason: DEADLINE_EXCEEDED, as
  * connect's own contexts do, which WatchSuggestions tells apart), while the call runs:
- * its `ended()`, once the handler has answered, drops the signal's listeners and timer instead,
+ * `ended()`, once the handler has answered, drops the signal's listeners and timer instead,
  * so that a call that made one (a Start waiting on another's flight) does not make an
  * error and an abort event for each stream that closes after its answer
  * (test/transport/lazy-handler-context.test.ts).
- */
-export function lazyContext(
-  stream: ServerHttp2Stream,
-  headers: IncomingHttpHeaders,
-  route: { readonly service: DescService; readonly method: DescMethod },
-  options: { readonly shutdownSignal: AbortSignal },
-  timeoutMs: number | undefined,
-): LazyContext {
-  return new LazyContext(stream, headers, route, options.shutdownSignal, timeoutMs);
-}
-
-/**
- * `lazyContext`'s context: one object of prototype getters, its parts in fields, rather
- * than an object literal whose getters and helpers are closures made for every call.
  */
 export class LazyContext implements HandlerContext {
   readonly service: DescService;
@@ -64,7 +52,7 @@ export class LazyContext implements HandlerContext {
     stream: ServerHttp2Stream,
     headers: IncomingHttpHeaders,
     route: { readonly service: DescService; readonly method: DescMethod },
-    shutdown: AbortSignal,
+    options: { readonly shutdownSignal: AbortSignal },
     timeoutMs: number | undefined,
   ) {
     this.service = route.service;
@@ -72,7 +60,7 @@ export class LazyContext implements HandlerContext {
     this.url = headers[":path"] ?? "";
     this.#stream = stream;
     this.#headers = headers;
-    this.#shutdown = shutdown;
+    this.#shutdown = options.shutdownSignal;
     this.#deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
   }
 

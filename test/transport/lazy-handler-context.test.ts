@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
-import { lazyContext } from "../../server/transport/lazy-handler-context.js";
+import { LazyContext } from "../../server/transport/lazy-handler-context.js";
 
 /*
  * The fast path's handler context (server/transport/lazy-handler-context.ts), on real
@@ -55,7 +55,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 test("while the call runs, the client leaving aborts the signal with CANCELED", async () => {
   const shutdown = new AbortController();
   const { stream, leave, closed } = await streamPair();
-  const context = lazyContext(stream, {}, route, { shutdownSignal: shutdown.signal }, 60_000);
+  const context = new LazyContext(stream, {}, route, { shutdownSignal: shutdown.signal }, 60_000);
   const signal = context.signal;
   expect(getEventListeners(shutdown.signal, "abort")).toHaveLength(1);
   leave();
@@ -70,7 +70,7 @@ test("while the call runs, the client leaving aborts the signal with CANCELED", 
 test("while the call runs, the deadline aborts the signal with DEADLINE_EXCEEDED", async () => {
   const shutdown = new AbortController();
   const { stream, leave, closed } = await streamPair();
-  const context = lazyContext(stream, {}, route, { shutdownSignal: shutdown.signal }, 20);
+  const context = new LazyContext(stream, {}, route, { shutdownSignal: shutdown.signal }, 20);
   const signal = context.signal;
   await sleep(60);
   expect((signal.reason as ConnectError).code).toBe(Code.DeadlineExceeded);
@@ -82,7 +82,7 @@ test("once the call has answered, `ended` leaves no abort, listener or timer beh
   const shutdown = new AbortController();
   const { stream, leave, closed } = await streamPair();
   const closeListeners = stream.listenerCount("close");
-  const context = lazyContext(stream, {}, route, { shutdownSignal: shutdown.signal }, 20);
+  const context = new LazyContext(stream, {}, route, { shutdownSignal: shutdown.signal }, 20);
   const signal = context.signal;
   try {
     expect(stream.listenerCount("close")).toBe(closeListeners + 1);
@@ -101,7 +101,7 @@ test("once the call has answered, `ended` leaves no abort, listener or timer beh
 test("a context whose signal was never read makes none, and `ended` is harmless", async () => {
   const shutdown = new AbortController();
   const { stream, leave, closed } = await streamPair();
-  const context = lazyContext(stream, {}, route, { shutdownSignal: shutdown.signal }, 20);
+  const context = new LazyContext(stream, {}, route, { shutdownSignal: shutdown.signal }, 20);
   context.ended();
   expect(getEventListeners(shutdown.signal, "abort")).toHaveLength(0);
   leave();
