@@ -143,7 +143,7 @@ function handle(
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
-    socketUrl: unixSocket === undefined ? undefined : `unix://${unixSocket}`,
+    socketUrl: unixSocket === undefined ? undefined : unixSocketUrl(unixSocket),
     dir,
     pid: child.pid ?? 0,
     stop: () => signal("SIGTERM"),
@@ -161,4 +161,9 @@ const MAX_SOCKET_PATH = 100;
 export function socketPathIn(dir: string): string | undefined {
   const path = resolvePath(dir, "redis.sock");
   return Buffer.byteLength(path) <= MAX_SOCKET_PATH ? path : undefined;
+}
+
+/** `unix://` and the path, each part percent-encoded (redis-url.ts decodes it). */
+export function unixSocketUrl(path: string): string {
+  return `unix://${path.split("/").map(encodeURIComponent).join("/")}`;
 }

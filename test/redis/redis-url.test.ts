@@ -2,6 +2,7 @@ import { Cluster, Redis } from "ioredis";
 import { expect, test } from "vitest";
 import { ConfigError, configFromEnv } from "../../server/config.js";
 import { defaultClusterOptions } from "../../server/redis/redis-client.js";
+import { unixSocketUrl } from "../../server/redis/redis-server-process.js";
 import { parseRedisUrl, RedisUrlError, redact } from "../../server/redis/redis-url.js";
 import { createRedisClient } from "../../server/store/scripts.js";
 
@@ -20,6 +21,11 @@ test("unix:/// names one Redis by its Unix socket's absolute path", () => {
     socket: "/var/run/redis/redis.sock",
   });
   expect(parseRedisUrl("unix:///tmp/a%20b/r.sock")).toMatchObject({ socket: "/tmp/a b/r.sock" });
+  // A private redis-server's socket URL names its path whatever the folder's characters.
+  const dir = "/tmp/a b%c#d?e";
+  expect(parseRedisUrl(unixSocketUrl(`${dir}/redis.sock`))).toMatchObject({
+    socket: `${dir}/redis.sock`,
+  });
   for (const raw of ["unix://host/r.sock", "unix:r.sock", "unix:///tmp/r.sock?password=x"]) {
     expect(() => parseRedisUrl(raw), raw).toThrow(
       new RedisUrlError(
