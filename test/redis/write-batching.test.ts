@@ -1,7 +1,7 @@
 import type { Socket } from "node:net";
 import type { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
-import { connectRedis } from "../../server/redis/redis-client.js";
+import { COMMANDS_PER_WRITE, connectRedis } from "../../server/redis/redis-client.js";
 import { eventually, ownRedis, uniqueId } from "../support/harness.js";
 import { countWrites } from "../support/socket-writes.js";
 
@@ -33,9 +33,29 @@ test("the commands of one turn leave in one write, in order, each answered", asy
   const key = uniqueId("batch");
   const counter = countWrites(redis.stream as Socket);
   const replies = await Promise.all(
-    Array.from({ length: 50 }, (_, i) => redis.rpush(key, String(i))),
+    Array.from({ length: COMMANDS_PER_WRITE }, (_, i) => redis.rpush(key, String(i))),
   );
   expect(counter.writes).toBe(1);
+  expect(replies).toEqual(Array.from({ length: COMMANDS_PER_WRITE }, (_, i) => i + 1));
+  await redis.del(key);
+});
+
+test("a turn of many commands writes them eight to a write, so Redis starts before the turn ends", async () => {
+  const redis = await client();
+  const key = uniqueId("batch");
+  const counter = countWrites(redis.stream as Socket);
+  const atEachWrite: number[] = [];
+  const replies = await Promise.all(
+    Array.from({ length: 50 }, (_, i) => {
+      const reply = redis.rpush(key, String(i));
+      atEachWrite.push(counter.writes);
+      return reply;
+    }),
+  );
+  expect(COMMANDS_PER_WRITE).toBe(8);
+  // The first 8 are written as the 9th is asked for, within the turn; the last 2 at its end.
+  expect(atEachWrite.slice(0, 9)).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 1]);
+  expect(counter.writes).toBe(7);
   expect(replies).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
   expect(await redis.lrange(key, 0, -1)).toEqual(Array.from({ length: 50 }, (_, i) => String(i)));
   await redis.del(key);
@@ -49,8 +69,8 @@ test("a turn's commands after a reconnection leave in one write too", async () =
   await killer.client("KILL", "ID", String(id));
   await eventually(async () => redis.status === "ready" && redis.stream !== first);
   const counter = countWrites(redis.stream as Socket);
-  const replies = await Promise.all(Array.from({ length: 20 }, () => redis.ping()));
-  expect(replies).toEqual(Array.from({ length: 20 }, () => "PONG"));
+  const replies = await Promise.all(Array.from({ length: 8 }, () => redis.ping()));
+  expect(replies).toEqual(Array.from({ length: 8 }, () => "PONG"));
   expect(counter.writes).toBe(1);
 });
 
