@@ -225,7 +225,7 @@ async function measureService(
     measureStartConcurrency(address, watched, data.concurrencyPairs),
   );
   extra.fanout = await step("a change reaching 1,000 watchers of one chat", () =>
-    measureFanout(address, watched, redis.url, data.fanoutChat, 1_000, 30),
+    measureFanout(address, watched, redis.url, data.fanoutChat, 1_000, 50),
   );
   extra.watchers = await step("10,000 idle watchers", () =>
     measureWatchers(address, server.pid, redis.url, data.watchSessions, data.watchOfferSessions),
@@ -255,7 +255,7 @@ async function measureFanoutFloor(redis: { url: string; pid: number }, sessionId
   );
   try {
     const watched = { server: floor.pid, redis: redis.pid };
-    return await measureFanout(`127.0.0.1:${port}`, watched, redis.url, sessionId, 1_000, 30);
+    return await measureFanout(`127.0.0.1:${port}`, watched, redis.url, sessionId, 1_000, 50);
   } finally {
     await floor.stop();
   }

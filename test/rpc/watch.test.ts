@@ -208,3 +208,68 @@ test("the hub reads a session's lists once for all its watchers and coalesces a 
   await pubsub.close();
   client.disconnect();
 });
+
+test("a watch ends as its reader or the store ends it: a failed read, an early break, the hub closing", async () => {
+  class FailingStore extends SuggestionStore {
+    failNext = false;
+    override snapshot(sessionId: string) {
+      if (this.failNext) {
+        this.failNext = false;
+        return Promise.reject(new Error("Redis is gone"));
+      }
+      return super.snapshot(sessionId);
+    }
+  }
+  const client = createRedisClient(sharedRedisUrl());
+  const store = new FailingStore(client);
+  const pubsub = new PubSub(() => subscriberConnection(client));
+  const hub = new WatchHub(store, pubsub);
+  const sessionId = uniqueId();
+  await appendRaw(t.redis, sessionId, {
+    type: "offered",
+    id: "a",
+    turn: "a",
+    title: "a",
+    tldr: "t",
+    brief: "b",
+  });
+
+  // A read that fails after the first lists: the reader gets the error, the channel is left.
+  const failing = hub.watch(sessionId, new AbortController().signal);
+  const first = await failing.next();
+  expect(first.done === false && ids(first.value.open)).toEqual(["a"]);
+  expect(hub.watchedSessions).toBe(1);
+  store.failNext = true;
+  const failed = failing.next();
+  await store.settle(sessionId, "a", "dismissed");
+  await expect(failed).rejects.toThrow("Redis is gone");
+  expect(hub.watchedSessions).toBe(0);
+  await eventually(async () => (await subscribers(sessionId)) === 0);
+
+  // A reader that leaves its loop early leaves the channel.
+  for await (const lists of hub.watch(sessionId, new AbortController().signal)) {
+    expect(ids(lists.settled)).toEqual(["a"]);
+    break;
+  }
+  expect(hub.watchedSessions).toBe(0);
+
+  // A watch of an aborted signal ends at once; the hub closing ends a waiting one.
+  const aborted = new AbortController();
+  aborted.abort();
+  expect(await hub.watch(sessionId, aborted.signal).next()).toEqual({
+    value: undefined,
+    done: true,
+  });
+  const waiting = hub.watch(sessionId, new AbortController().signal);
+  await waiting.next();
+  const ended = waiting.next();
+  await hub.close();
+  expect(await ended).toEqual({ value: undefined, done: true });
+  expect(hub.watchedSessions).toBe(0);
+  // And a closed hub refuses new watches.
+  await expect(hub.watch(sessionId, new AbortController().signal).next()).rejects.toThrow(
+    "the server is shutting down",
+  );
+  await pubsub.close();
+  client.disconnect();
+});
