@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import {
   type ChatSettings,
@@ -36,7 +36,7 @@ export function startIdempotencyKeys(
   sessionId: string,
   suggestionId: string,
 ): { readonly chat: string; readonly brief: string } {
-  const digest = createHash("sha256").update(`${sessionId}\n${suggestionId}`).digest("base64url");
+  const digest = hash("sha256", `${sessionId}\n${suggestionId}`, "base64url");
   return { chat: `suggest-task:chat:${digest}`, brief: `suggest-task:brief:${digest}` };
 }
 

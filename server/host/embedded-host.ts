@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Cluster, Redis } from "ioredis";
@@ -274,7 +274,7 @@ const KNOWN_AUTHORS: ReadonlySet<MessageAuthor> = new Set([
 
 /** 128 bits of SHA-256, in hex: ids derived from caller text, never the text itself. */
 function digest(text: string): string {
-  return createHash("sha256").update(text).digest("hex").slice(0, 32);
+  return hash("sha256", text, "hex").slice(0, 32);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from "node:crypto";
+import { hash, timingSafeEqual } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { CallHook } from "./call-pipeline.js";
 
@@ -44,7 +44,7 @@ const GRANTS: Readonly<Record<Role, readonly string[]>> = {
 const GUARDED_SERVICES = ["/oda.suggest.v1.SuggestionService/", ...GRANTS["host-admin"]];
 
 function digest(token: string): Buffer {
-  return createHash("sha256").update(token).digest();
+  return hash("sha256", token, "buffer");
 }
 
 /**
