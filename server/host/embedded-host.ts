@@ -1,4 +1,3 @@
-import { hash } from "node:crypto";
 import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Cluster, Redis } from "ioredis";
@@ -32,6 +31,7 @@ import { requireId, requireIdempotencyKey } from "../domain/ids.js";
 import { hostKeys } from "../store/keys.js";
 import type { EmbeddedChatWrite, EmbeddedMessageWrite } from "../store/start-steps.js";
 import type { ChatHost } from "./chat-host.js";
+import { embeddedChatId, embeddedGoalId, embeddedMessageId } from "./embedded-ids.js";
 
 /**
  * The chat host that ships with the service: sessions and chats kept in the same Redis,
@@ -218,7 +218,7 @@ export class EmbeddedChatHost implements ChatHost {
       );
     }
     return create(CreateGoalResponseSchema, {
-      goalId: `goal-${digest(`${chatId}\n${messageId}`)}`,
+      goalId: embeddedGoalId(chatId, messageId),
     });
   }
 
@@ -271,24 +271,6 @@ const KNOWN_AUTHORS: ReadonlySet<MessageAuthor> = new Set([
   MessageAuthor.AGENT,
   MessageAuthor.SUGGESTION,
 ]);
-
-/** 128 bits of SHA-256, in hex: ids derived from caller text, never the text itself. */
-function digest(text: string): string {
-  return hash("sha256", text, "hex").slice(0, 32);
-}
-
-/**
- * The id of the chat the embedded host creates for an idempotency key: derived, so that
- * the same key always lands on the same chat, and never the caller's text itself.
- */
-export function embeddedChatId(idempotencyKey: string): string {
-  return `chat-${digest(idempotencyKey)}`;
-}
-
-/** The id of the message posted to a chat under an idempotency key. */
-export function embeddedMessageId(chatId: string, idempotencyKey: string): string {
-  return `msg-${digest(`${chatId}\n${idempotencyKey}`)}`;
-}
 
 /** Checks an origin's ids (either may be empty); answers the origin to store. */
 function checkOrigin(origin: Origin | undefined): Origin | undefined {

@@ -1,6 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { startIdempotencyKeys } from "../../server/domain/started-chat.js";
-import { embeddedChatId, embeddedMessageId } from "../../server/host/embedded-host.js";
+import {
+  embeddedChatId,
+  embeddedGoalId,
+  embeddedMessageId,
+} from "../../server/host/embedded-ids.js";
 
 /*
  * The keys and ids a Start derives are how a retried Start finds the chat and the brief
@@ -21,9 +25,11 @@ describe("a Start's derived keys and ids", () => {
     );
   });
 
-  it("gives the embedded host's chat and message the same ids from the same keys", () => {
+  it("gives the embedded host's chat, message and goal the same ids from the same keys", () => {
     const chatId = embeddedChatId(keys.chat);
     expect(chatId).toBe("chat-5ad34f518ddc31a4a8afa7876fac4343");
-    expect(embeddedMessageId(chatId, keys.brief)).toBe("msg-32771e0f9456c5fa79d671df18ba8260");
+    const messageId = embeddedMessageId(chatId, keys.brief);
+    expect(messageId).toBe("msg-32771e0f9456c5fa79d671df18ba8260");
+    expect(embeddedGoalId(chatId, messageId)).toBe("goal-35a949accfc97764212fc8868b38def1");
   });
 });

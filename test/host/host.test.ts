@@ -8,7 +8,7 @@ import {
   Permission,
   SandboxMode,
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
-import { embeddedChatId } from "../../server/host/embedded-host.js";
+import { embeddedChatId } from "../../server/host/embedded-ids.js";
 import { connectErrorOf, putSession, uniqueId } from "../support/harness.js";
 import { useTestServer } from "../support/server-fixture.js";
 import { keysOf } from "../support/suggest.js";

@@ -8,7 +8,7 @@ import {
   WorkspaceMissingReason,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { startIdempotencyKeys } from "../../server/domain/started-chat.js";
-import { embeddedChatId } from "../../server/host/embedded-host.js";
+import { embeddedChatId } from "../../server/host/embedded-ids.js";
 import { hostKeys, startLockKey } from "../../server/store/keys.js";
 import { putSession, uniqueId } from "../support/harness.js";
 import {
