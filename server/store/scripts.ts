@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import type { Cluster, Redis, Result } from "ioredis";
 import { connectRedis, type RedisClient } from "../redis/redis-client.js";
+import { callScriptsFlat } from "../redis/script-call.js";
 import { traceScript } from "./script-spans.js";
 
 /** Where the `.lua` files live, beside this module in the source tree and in `dist/`. */
@@ -107,11 +108,15 @@ export function createRedisClient(url: string): RedisClient {
   return client;
 }
 
-/** Registers every script on a client with `defineCommand`, once per client. */
+/**
+ * Registers every script on a client with `defineCommand` (for pipelines and MULTIs),
+ * its calls on the client itself as `callScriptsFlat` sends them, once per client.
+ */
 export function defineScripts(client: Redis | Cluster): void {
   cached ??= loadScripts();
   for (const script of cached) {
     client.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
+    callScriptsFlat(client, script.name, script);
     traceScript(client, script.name);
   }
 }

@@ -1,0 +1,109 @@
+import type { Redis } from "ioredis";
+import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { connectRedis } from "../../server/redis/redis-client.js";
+import { callScriptsFlat } from "../../server/redis/script-call.js";
+import { eventually, ownRedis, uniqueId } from "../support/harness.js";
+
+// A Redis of this file's own: the tests count its EVALs and flush its scripts.
+let server: Awaited<ReturnType<typeof ownRedis>>;
+let admin: Redis;
+beforeAll(async () => {
+  server = await ownRedis();
+  admin = connectRedis(server.url) as Redis;
+});
+afterAll(async () => {
+  admin.disconnect();
+  await server.stop();
+  server.remove();
+});
+
+const clients: Redis[] = [];
+afterEach(() => {
+  for (const c of clients.splice(0)) c.disconnect();
+});
+
+/** Its key, then its arguments: the first two as strings, the third's bytes. */
+const ECHO = {
+  lua: "return {KEYS[1], ARGV[1], ARGV[2], {string.byte(ARGV[3], 1, -1)}}",
+  numberOfKeys: 1,
+};
+
+type EchoReply = [string, string, string, number[]];
+type EchoClient = Redis & { echoArgs(...args: unknown[]): Promise<EchoReply> };
+
+/** A client of this file's Redis with the echo script sent as the service sends its own. */
+async function client(): Promise<EchoClient> {
+  const redis = connectRedis(server.url) as EchoClient;
+  clients.push(redis);
+  redis.defineCommand("echoArgs", ECHO);
+  callScriptsFlat(redis, "echoArgs", ECHO);
+  await redis.ping();
+  return redis;
+}
+
+/** The calls of EVAL and EVALSHA since the last CONFIG RESETSTAT, and their NOSCRIPT errors. */
+async function scriptStats(): Promise<{ eval: number; evalsha: number; noscript: number }> {
+  const info = await admin.info("all");
+  const calls = (name: string) =>
+    Number(new RegExp(`^cmdstat_${name}:calls=(\\d+)`, "m").exec(info)?.[1] ?? 0);
+  const noscript = Number(/^errorstat_NOSCRIPT:count=(\d+)/m.exec(info)?.[1] ?? 0);
+  return { eval: calls("eval"), evalsha: calls("evalsha"), noscript };
+}
+
+test("a script call sends its strings, numbers and bytes as they are and answers strings", async () => {
+  const redis = await client();
+  const key = uniqueId("k");
+  const reply = await redis.echoArgs(key, "two words", 7, Buffer.from([0xff, 0x00, 0x41]));
+  expect(reply).toEqual([key, "two words", "7", [0xff, 0x00, 0x41]]);
+});
+
+test("the first call on a connection sends the script's body, the next ones its SHA", async () => {
+  const redis = await client();
+  await admin.config("RESETSTAT");
+  await Promise.all([1, 2, 3].map((i) => redis.echoArgs("k", String(i), "", "")));
+  await redis.echoArgs("k", "4", "", "");
+  expect(await scriptStats()).toEqual({ eval: 1, evalsha: 3, noscript: 0 });
+});
+
+test("a Redis that lost its scripts is sent the body again, and the call is answered", async () => {
+  const redis = await client();
+  await redis.echoArgs("k", "before", "", "");
+  await admin.script("FLUSH");
+  await admin.config("RESETSTAT");
+  const replies = await Promise.all([1, 2].map((i) => redis.echoArgs("k", String(i), "", "x")));
+  expect(replies).toEqual([
+    ["k", "1", "", [0x78]],
+    ["k", "2", "", [0x78]],
+  ]);
+  // Both EVALSHAs went out in one write and were refused; each was sent again with the body.
+  expect(await scriptStats()).toMatchObject({ eval: 2, noscript: 2 });
+  await admin.config("RESETSTAT");
+  expect(await redis.echoArgs("k", "after", "", "")).toEqual(["k", "after", "", []]);
+  expect(await scriptStats()).toEqual({ eval: 0, evalsha: 1, noscript: 0 });
+});
+
+test("after a reconnection the first call sends the body, without a NOSCRIPT first", async () => {
+  const redis = await client();
+  await redis.echoArgs("k", "before", "", "");
+  await admin.script("FLUSH");
+  const id = await redis.client("ID");
+  await admin.client("KILL", "ID", String(id));
+  await eventually(async () => redis.status === "ready");
+  await admin.config("RESETSTAT");
+  expect(await redis.echoArgs("k", "after", "", "")).toEqual(["k", "after", "", []]);
+  expect(await scriptStats()).toEqual({ eval: 1, evalsha: 0, noscript: 0 });
+});
+
+test("in a pipeline the script is ioredis's own call, queued there", async () => {
+  const redis = await client();
+  const pipeline = redis.pipeline() as unknown as {
+    echoArgs(...args: unknown[]): unknown;
+    exec(): Promise<[Error | null, unknown][]>;
+  };
+  pipeline.echoArgs("k", "a", "b", "c");
+  pipeline.echoArgs("k", "d", "e", "f");
+  expect(await pipeline.exec()).toEqual([
+    [null, ["k", "a", "b", [0x63]]],
+    [null, ["k", "d", "e", [0x66]]],
+  ]);
+});
