@@ -29,7 +29,8 @@ export function checkToolFields(
     if (value === "") {
       return { reason: RefusalReason.FIELD_EMPTY, field: field.name, limit: field.maxCodePoints };
     }
-    const got = codePoints(value);
+    // A string has at most as many code points as UTF-16 units: only a longer one is counted.
+    const got = value.length > field.maxCodePoints ? codePoints(value) : value.length;
     if (got > field.maxCodePoints) {
       return {
         reason: RefusalReason.FIELD_TOO_LONG,

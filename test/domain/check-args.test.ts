@@ -43,6 +43,19 @@ test("code points, not UTF-16 units: an emoji counts 1, a combining mark counts 
   expect(codePoints("e\u0301")).toBe(2);
 });
 
+test("a limit counts code points whether a field's UTF-16 length is over it or not", () => {
+  expect(checkArgs(args({ title: "🚀".repeat(60) })).refusal).toBeUndefined();
+  expect(checkArgs(args({ title: "x".repeat(60) })).refusal).toBeUndefined();
+  for (const title of ["🚀".repeat(61), "x".repeat(61), `${"x".repeat(59)}🚀🚀`]) {
+    expect(checkArgs(args({ title })).refusal).toEqual({
+      reason: RefusalReason.FIELD_TOO_LONG,
+      field: "title",
+      limit: 60,
+      got: 61,
+    });
+  }
+});
+
 test("fields are trimmed with JavaScript trim before they are checked", () => {
   const { trimmed, refusal } = checkArgs(args({ title: "\u2003 Title \ufeff", tldr: "\n r\t" }));
   expect(refusal).toBeUndefined();
