@@ -15,7 +15,8 @@ const UTF8_REPLY = Object.freeze({ replyEncoding: "utf8" as const });
 interface ScriptBody {
   readonly lua: string;
   readonly sha: string;
-  readonly numberOfKeys: number;
+  /** As the command sends it. */
+  readonly numberOfKeys: string;
   readonly sentOn: WeakSet<object>;
 }
 
@@ -84,7 +85,7 @@ export function callScriptsFlat(
   const script: ScriptBody = {
     lua: definition.lua,
     sha: hash("sha1", definition.lua),
-    numberOfKeys: definition.numberOfKeys,
+    numberOfKeys: String(definition.numberOfKeys),
     sentOn: new WeakSet(),
   };
   target[name] = function flatScript(this: unknown, ...args: unknown[]) {
