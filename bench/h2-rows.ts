@@ -76,12 +76,13 @@ async function main() {
   }
   const c0 = chats[0] as (typeof chats)[number];
   const roots = (process.env.BENCH_ROOTS ?? ".").split(",");
-  // Per root: fresh sessions for SuggestTask, and open offers (3 per chat) to start.
+  // Per root (by its place in the list, so a root named twice gets ids of its own each
+  // time): fresh sessions for SuggestTask, and open offers (3 per chat) to start.
   const START_CALLS = Number(process.env.BENCH_START_CALLS ?? 3_000);
-  const fresh = new Map<string, string[]>();
-  const toStart = new Map<string, [string, string][]>();
-  const concurrent = new Map<string, [string, string][]>();
-  for (const [r, root] of roots.entries()) {
+  const fresh: string[][] = [];
+  const toStart: [string, string][][] = [];
+  const concurrent: [string, string][][] = [];
+  for (const r of roots.keys()) {
     const put = async (sessionId: string) =>
       host.putSession({
         sessionId,
@@ -92,7 +93,7 @@ async function main() {
     const freshIds = Array.from({ length: START_CALLS * 2 }, (_, i) => `fresh-${r}-${i}`);
     for (let i = 0; i < freshIds.length; i += 500)
       await Promise.all(freshIds.slice(i, i + 500).map(put));
-    fresh.set(root, freshIds);
+    fresh[r] = freshIds;
     const pairs: [string, string][] = [];
     const more: [string, string][] = [];
     for (let i = 0; i < START_CALLS / 3 + 40; i++) {
@@ -115,8 +116,8 @@ async function main() {
           (i < 40 && t === 0 ? more : pairs).push([sessionId, o.suggestion.id]);
       }
     }
-    toStart.set(root, pairs);
-    concurrent.set(root, more);
+    toStart[r] = pairs;
+    concurrent[r] = more;
   }
   const slots = <T>(items: T[]) => {
     const lists: T[][] = Array.from({ length: 64 }, () => []);
@@ -135,7 +136,7 @@ async function main() {
   await noop.stop();
   rows.push(["grpc-js noop", noopRow.cpuUs]);
   const extras: string[] = [];
-  for (const root of roots) {
+  for (const [r, root] of roots.entries()) {
     const port = await freePort();
     const server = await startNode(
       [builtService(root)],
@@ -186,7 +187,7 @@ async function main() {
     );
     // (settle + list) pairs minus the settle alone: the List right after a change.
     rows.push([`ListSuggestions after a change${tag}`, 2 * withList.cpuUs - settle.cpuUs]);
-    const offers = slots(fresh.get(root) ?? []).map((ids) =>
+    const offers = slots(fresh[r] ?? []).map((ids) =>
       ids.map((sessionId, i): [string, Buffer] => [
         `${SVC}/SuggestTask`,
         requestFrame(SuggestTaskRequestSchema, {
@@ -197,7 +198,7 @@ async function main() {
     );
     const suggest = await once(port, offers, server.pid);
     rows.push([`SuggestTask, fresh session${tag}`, suggest.cpuUs]);
-    const starts = slots(toStart.get(root) ?? []).map((pairs) =>
+    const starts = slots(toStart[r] ?? []).map((pairs) =>
       pairs.map(([sessionId, suggestionId]): [string, Buffer] => [
         `${SVC}/StartSuggestion`,
         requestFrame(StartSuggestionRequestSchema, { sessionId, suggestionId }),
@@ -206,7 +207,7 @@ async function main() {
     const start = await once(port, starts, server.pid);
     rows.push([`StartSuggestion, embedded host${tag}`, start.cpuUs]);
     // 1,000 watchers of one chat (a chat of its own per root), changed by dismiss/restore.
-    const watched = chats[63 - roots.indexOf(root)] as (typeof chats)[number];
+    const watched = chats[63 - r] as (typeof chats)[number];
     const ids = { sessionId: watched.sessionId, suggestionId: watched.open[1] as string };
     const watch = await watchCost(
       port,
@@ -222,7 +223,7 @@ async function main() {
       watch.usPerDelivery,
     ]);
     // The same with h2load (a C client, so the client is not what is timed): medians.
-    const pairs = concurrent.get(root) ?? [];
+    const pairs = concurrent[r] ?? [];
     const burst = async (pair: [string, string], n: number) =>
       h2loadBurst(
         port,
