@@ -10,14 +10,18 @@ const UTF8_REPLY = Object.freeze({ replyEncoding: "utf8" as const });
 
 /**
  * A script as this module sends it: its body, its SHA-1, and the connections (sockets)
- * it was sent on in full, so that each has it cached before an EVALSHA names it.
+ * it was sent on in full, so that each has it cached before an EVALSHA names it. Each
+ * sending of the body marks its connection with a number of its own, so that of the
+ * calls a NOSCRIPT refused together only those sent under the connection's current mark
+ * clear it: once one of them has sent the body again, the others send the SHA.
  */
 interface ScriptBody {
   readonly lua: string;
   readonly sha: string;
   /** As the command sends it. */
   readonly numberOfKeys: string;
-  readonly sentOn: WeakSet<object>;
+  readonly sentOn: WeakMap<object, number>;
+  marks: number;
 }
 
 /**
@@ -29,10 +33,11 @@ interface ScriptBody {
  * already, so this command is built with none and given them after. The rest is
  * ioredis's script command: the first call on a connection sends the body (EVAL), the
  * next ones its SHA (EVALSHA), and a NOSCRIPT reply (the connection's Redis lost its
- * scripts) marks the connection so that the call, sent again, sends the body.
+ * scripts) clears the connection's mark so that the call, sent again, sends the body.
  */
 class ScriptCall extends Command {
-  socket: object | undefined;
+  #socket: object | undefined;
+  #mark = 0;
 
   constructor(
     readonly script: ScriptBody,
@@ -44,26 +49,46 @@ class ScriptCall extends Command {
   }
 
   override toWritable(socket: object): string | Buffer {
-    this.socket = socket;
-    if (!this.script.sentOn.has(socket)) {
-      this.script.sentOn.add(socket);
+    const { script } = this;
+    const mark = script.sentOn.get(socket);
+    this.#socket = socket;
+    if (mark === undefined) {
+      this.#mark = ++script.marks;
+      script.sentOn.set(socket, this.#mark);
       this.name = "eval";
-      this.args[0] = this.script.lua;
-    } else if (this.name === "eval") {
-      this.name = "evalsha";
-      this.args[0] = this.script.sha;
+      this.args[0] = script.lua;
+    } else {
+      this.#mark = mark;
+      if (this.name === "eval") {
+        this.name = "evalsha";
+        this.args[0] = script.sha;
+      }
     }
     return super.toWritable(socket);
+  }
+
+  /** After a NOSCRIPT: the connection it was sent on lacks the script, unless sent again since. */
+  forget(): void {
+    const socket = this.#socket;
+    if (socket !== undefined && this.script.sentOn.get(socket) === this.#mark) {
+      this.script.sentOn.delete(socket);
+    }
   }
 }
 
 /** Sends one call of `script` on `client`, and once more should its Redis lack it. */
-function send(client: RedisClient, script: ScriptBody, rest: readonly Arg[]): Promise<unknown> {
+function send(
+  client: RedisClient,
+  script: ScriptBody,
+  rest: readonly Arg[],
+  again = true,
+): Promise<unknown> {
   const call = new ScriptCall(script, rest);
   call.promise = call.promise.catch((err: Error) => {
     if (!err.message.includes("NOSCRIPT")) throw err;
-    if (call.socket !== undefined) script.sentOn.delete(call.socket);
-    return client.sendCommand(new ScriptCall(script, rest));
+    call.forget();
+    if (!again) throw err;
+    return send(client, script, rest, false);
   });
   return client.sendCommand(call) as Promise<unknown>;
 }
@@ -72,7 +97,9 @@ function send(client: RedisClient, script: ScriptBody, rest: readonly Arg[]): Pr
  * Makes the method `name` that `defineCommand` put on `client` send `ScriptCall`s: the
  * same script, the same reply (strings), without the flattening. Pipelines and MULTIs
  * copy the client's methods; on them the method is ioredis's own, which queues the
- * call there. The `<name>Buffer` method stays ioredis's.
+ * call there. The `<name>Buffer` method stays ioredis's. A client with a `keyPrefix` or
+ * `showFriendlyErrorStack` (options a `redis://` URL's query can set) keeps ioredis's
+ * method, which applies them.
  */
 export function callScriptsFlat(
   client: RedisClient,
@@ -82,11 +109,13 @@ export function callScriptsFlat(
   const target = client as unknown as Record<string, (...args: unknown[]) => unknown>;
   const queued = target[name];
   if (typeof queued !== "function") throw new Error(`no script command ${name} on the client`);
+  if (client.options.keyPrefix || client.options.showFriendlyErrorStack) return;
   const script: ScriptBody = {
     lua: definition.lua,
     sha: hash("sha1", definition.lua),
     numberOfKeys: String(definition.numberOfKeys),
-    sentOn: new WeakSet(),
+    sentOn: new WeakMap(),
+    marks: 0,
   };
   target[name] = function flatScript(this: unknown, ...args: unknown[]) {
     if (this !== client) return queued.apply(this, args);

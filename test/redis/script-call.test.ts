@@ -70,13 +70,13 @@ test("a Redis that lost its scripts is sent the body again, and the call is answ
   await redis.echoArgs("k", "before", "", "");
   await admin.script("FLUSH");
   await admin.config("RESETSTAT");
-  const replies = await Promise.all([1, 2].map((i) => redis.echoArgs("k", String(i), "", "x")));
-  expect(replies).toEqual([
-    ["k", "1", "", [0x78]],
-    ["k", "2", "", [0x78]],
-  ]);
-  // Both EVALSHAs went out in one write and were refused; each was sent again with the body.
-  expect(await scriptStats()).toMatchObject({ eval: 2, noscript: 2 });
+  const replies = await Promise.all(
+    Array.from({ length: 20 }, (_, i) => redis.echoArgs("k", String(i), "", "x")),
+  );
+  expect(replies).toEqual(Array.from({ length: 20 }, (_, i) => ["k", String(i), "", [0x78]]));
+  // All 20 EVALSHAs went out together and were refused; the first sent again carried the
+  // body, the other 19 its SHA after it (as ioredis's own script command does).
+  expect(await scriptStats()).toEqual({ eval: 1, evalsha: 39, noscript: 20 });
   await admin.config("RESETSTAT");
   expect(await redis.echoArgs("k", "after", "", "")).toEqual(["k", "after", "", []]);
   expect(await scriptStats()).toEqual({ eval: 0, evalsha: 1, noscript: 0 });
@@ -92,6 +92,16 @@ test("after a reconnection the first call sends the body, without a NOSCRIPT fir
   await admin.config("RESETSTAT");
   expect(await redis.echoArgs("k", "after", "", "")).toEqual(["k", "after", "", []]);
   expect(await scriptStats()).toEqual({ eval: 1, evalsha: 0, noscript: 0 });
+});
+
+test("a client with a keyPrefix keeps ioredis's own script call, which prefixes the keys", async () => {
+  const redis = connectRedis(`${server.url}?keyPrefix=pfx:`) as EchoClient;
+  clients.push(redis);
+  redis.defineCommand("echoArgs", ECHO);
+  const own = redis.echoArgs;
+  callScriptsFlat(redis, "echoArgs", ECHO);
+  expect(redis.echoArgs).toBe(own);
+  expect(await redis.echoArgs("k", "a", "", "")).toEqual(["pfx:k", "a", "", []]);
 });
 
 test("in a pipeline the script is ioredis's own call, queued there", async () => {
