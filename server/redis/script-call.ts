@@ -106,9 +106,6 @@ export function callScriptsFlat(
   name: string,
   definition: { readonly lua: string; readonly numberOfKeys: number },
 ): void {
-  const target = client as unknown as Record<string, (...args: unknown[]) => unknown>;
-  const queued = target[name];
-  if (typeof queued !== "function") throw new Error(`no script command ${name} on the client`);
   if (client.options.keyPrefix || client.options.showFriendlyErrorStack) return;
   const script: ScriptBody = {
     lua: definition.lua,
@@ -117,8 +114,29 @@ export function callScriptsFlat(
     sentOn: new WeakMap(),
     marks: 0,
   };
-  target[name] = function flatScript(this: unknown, ...args: unknown[]) {
-    if (this !== client) return queued.apply(this, args);
-    return send(client, script, args as Arg[]);
+  onClientItself(client, name, (_, args) => send(client, script, args as Arg[]));
+}
+
+/** A method of a client, as ioredis's `defineCommand` makes it. */
+export type ClientMethod = (this: unknown, ...args: unknown[]) => unknown;
+
+/**
+ * Replaces the method `name` of `client` for calls on the client itself with `call`,
+ * which is given the method it replaces. ioredis copies a client's methods onto every
+ * pipeline and MULTI; called there, the method is the one replaced, which queues the
+ * command in the pipeline and answers the pipeline. Throws when the client has no such
+ * method (a script that was not defined).
+ */
+export function onClientItself(
+  client: RedisClient,
+  name: string,
+  call: (replaced: ClientMethod, args: unknown[]) => unknown,
+): void {
+  const target = client as unknown as Record<string, ClientMethod>;
+  const replaced = target[name];
+  if (typeof replaced !== "function") throw new Error(`no script command ${name} on the client`);
+  target[name] = function onClient(this: unknown, ...args: unknown[]) {
+    if (this !== client) return replaced.apply(this, args);
+    return call(replaced, args);
   };
 }

@@ -7,6 +7,7 @@ import {
   trace,
 } from "@opentelemetry/api";
 import type { Cluster, Redis } from "ioredis";
+import { onClientItself } from "../redis/script-call.js";
 
 /**
  * The service's tracer (scope `suggest-task`, as in server/pipeline/tracing.ts). Got once:
@@ -53,9 +54,6 @@ export function inClientSpan<T>(spec: ClientSpanSpec, call: () => Promise<T>): P
  * (test/pipeline/tracing.test.ts).
  */
 export function traceScript(client: Redis | Cluster, name: string): void {
-  const target = client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
-  const command = target[name];
-  if (typeof command !== "function") return;
   const spec: ClientSpanSpec = {
     name: `redis ${name}`,
     options: {
@@ -67,10 +65,7 @@ export function traceScript(client: Redis | Cluster, name: string): void {
       },
     },
   };
-  target[name] = function tracedScript(this: unknown, ...args: unknown[]) {
-    // ioredis copies the method onto every pipeline and MULTI; there it queues the
-    // command and answers the pipeline.
-    if (this !== client) return command.apply(this, args);
-    return inClientSpan(spec, () => command.apply(this, args));
-  };
+  onClientItself(client, name, (replaced, args) =>
+    inClientSpan(spec, () => replaced.apply(client, args) as Promise<unknown>),
+  );
 }
