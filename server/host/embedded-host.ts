@@ -1,4 +1,4 @@
-import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Cluster, Redis } from "ioredis";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
@@ -27,6 +27,7 @@ import {
   type Session,
   SessionSchema,
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
+import { encodeBinary } from "../codec/binary-encoding.js";
 import { requireId, requireIdempotencyKey } from "../domain/ids.js";
 import { hostKeys } from "../store/keys.js";
 import type { EmbeddedChatWrite, EmbeddedMessageWrite } from "../store/start-steps.js";
@@ -49,10 +50,7 @@ export class EmbeddedChatHost implements ChatHost {
     requireId("session.session_id", stored.sessionId);
     if (stored.workspaceId !== "") requireId("session.workspace_id", stored.workspaceId);
     await this.call(() =>
-      this.redis.set(
-        hostKeys(stored.sessionId).session,
-        Buffer.from(toBinary(SessionSchema, stored)),
-      ),
+      this.redis.set(hostKeys(stored.sessionId).session, encodeBinary(SessionSchema, stored)),
     );
     return create(PutSessionResponseSchema, { session: stored });
   }
@@ -121,8 +119,8 @@ export class EmbeddedChatHost implements ChatHost {
     return {
       chatId,
       keys: hostKeys(chatId),
-      chat: Buffer.from(toBinary(ChatSchema, chat)),
-      session: Buffer.from(toBinary(SessionSchema, session)),
+      chat: encodeBinary(ChatSchema, chat),
+      session: encodeBinary(SessionSchema, session),
     };
   }
 
@@ -172,7 +170,7 @@ export class EmbeddedChatHost implements ChatHost {
     });
     return {
       chatId,
-      write: { messageId, message: Buffer.from(toBinary(ChatMessageSchema, message)) },
+      write: { messageId, message: encodeBinary(ChatMessageSchema, message) },
     };
   }
 

@@ -1,7 +1,7 @@
-import { toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { type Suggestion, SuggestionSchema } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { ListWorkspaceSuggestionsResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import { encodeBinary } from "../codec/binary-encoding.js";
 import { withEncoding } from "../codec/encoded-message.js";
 
 /** Each suggestion object's encoding, made once; gone with the object. */
@@ -23,7 +23,7 @@ export function withInboxEncoding(
   for (const suggestion of response.suggestions) {
     let bytes = suggestionBytes.get(suggestion);
     if (bytes === undefined) {
-      bytes = toBinary(SuggestionSchema, suggestion);
+      bytes = encodeBinary(SuggestionSchema, suggestion, 0, true);
       suggestionBytes.set(suggestion, bytes);
     }
     writer.tag(1, WireType.LengthDelimited).bytes(bytes);

@@ -1,5 +1,5 @@
 import type { DescField, DescMessage, Message } from "@bufbuild/protobuf";
-import { toBinary } from "@bufbuild/protobuf";
+import { encodeBinary } from "../codec/binary-encoding.js";
 
 /*
  * Frozen messages encoded once. A frozen message (frozen in depth, as handlers that share
@@ -86,9 +86,12 @@ export function encodeFrame(schema: DescMessage, message: Message): Buffer {
   return headed(encodeAfter(schema, message, FRAME_HEAD));
 }
 
-/** Bytes encoded elsewhere in a gRPC frame: a copy after the frame's head. */
-export function frameBytes(bytes: Uint8Array): Buffer {
-  return headed(withHeadroom(bytes, FRAME_HEAD));
+/**
+ * Bytes encoded elsewhere in a gRPC frame: a copy after the frame's head, in a buffer of
+ * its own when the frame is `kept` (see withHeadroom).
+ */
+export function frameBytes(bytes: Uint8Array, kept: boolean): Buffer {
+  return headed(withHeadroom(bytes, FRAME_HEAD, kept));
 }
 
 /** Writes a frame's head (flags 0, the length of what follows) in its first bytes. */
@@ -99,10 +102,15 @@ function headed(frame: Uint8Array): Buffer {
   return out;
 }
 
-/** `bytes` after `headroom` bytes left free (`bytes` itself for none). */
-function withHeadroom(bytes: Uint8Array, headroom: number): Uint8Array {
+/**
+ * `bytes` after `headroom` bytes left free (`bytes` itself for none). Bytes `kept` as
+ * long as a frozen message lives get a buffer of their own; others one of Node's pool,
+ * which is cheaper to get but holds the pool's 8 KB for as long as it lives.
+ */
+function withHeadroom(bytes: Uint8Array, headroom: number, kept: boolean): Uint8Array {
   if (headroom === 0) return bytes;
-  const out = Buffer.allocUnsafe(headroom + bytes.length);
+  const size = headroom + bytes.length;
+  const out = kept ? Buffer.allocUnsafeSlow(size) : Buffer.allocUnsafe(size);
   out.set(bytes, headroom);
   return out;
 }
@@ -111,18 +119,18 @@ function withHeadroom(bytes: Uint8Array, headroom: number): Uint8Array {
 function encodeAfter(schema: DescMessage, message: Message, headroom: number): Uint8Array {
   const frozen = Object.isFrozen(message);
   const known = frozen ? bytesOf.get(message) : undefined;
-  if (known !== undefined) return withHeadroom(known, headroom);
+  if (known !== undefined) return withHeadroom(known, headroom, true);
   const { fields, all } = messageFields(schema);
   let out: Uint8Array;
   if (fields.length === 0 || !(frozen || holdsFrozen(message, fields))) {
-    out = withHeadroom(toBinary(schema, message), headroom);
+    out = encodeBinary(schema, message, headroom, frozen);
   } else {
     const record = message as unknown as Record<string, unknown>;
     let rest: Uint8Array | undefined;
     if (!all || record.$unknown !== undefined) {
       const others: Record<string, unknown> = { ...record };
       for (const f of fields) others[f.localName] = f.fieldKind === "list" ? [] : undefined;
-      rest = toBinary(schema, others as unknown as Message);
+      rest = encodeBinary(schema, others as unknown as Message);
     }
     // Each sub-message's tag and bytes, then one buffer of them all.
     const tags: number[] = [];
@@ -142,7 +150,7 @@ function encodeAfter(schema: DescMessage, message: Message, headroom: number): U
         size += varintSize(tag) + varintSize(bytes.length) + bytes.length;
       }
     }
-    out = Buffer.allocUnsafe(headroom + size);
+    out = frozen ? Buffer.allocUnsafeSlow(headroom + size) : Buffer.allocUnsafe(headroom + size);
     let at = headroom;
     if (rest !== undefined) {
       out.set(rest, at);

@@ -20,7 +20,10 @@ export function frameOf(schema: DescMessage, result: unknown): Buffer {
   if (known !== undefined) return known;
   // A handler may have attached the message's encoding (codec/encoded-message.ts).
   const attached = encodingOf(output);
-  const frame = attached === undefined ? encodeFrame(schema, output) : frameBytes(attached);
+  const frame =
+    attached === undefined
+      ? encodeFrame(schema, output)
+      : frameBytes(attached, Object.isFrozen(output));
   keepFrame(output, frame);
   return frame;
 }

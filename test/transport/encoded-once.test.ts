@@ -67,7 +67,7 @@ test("a frozen message's bytes decode to the same message as toBinary's, and are
 test("a message that is not frozen is encoded afresh, as toBinary encodes it", () => {
   const message = suggestion("a", true);
   const before = encodeMessage(SuggestionSchema, message);
-  expect(before).toEqual(toBinary(SuggestionSchema, message));
+  expect(before).toEqual(Buffer.from(toBinary(SuggestionSchema, message)));
   message.title = "changed";
   expect(fromBinary(SuggestionSchema, encodeMessage(SuggestionSchema, message)).title).toBe(
     "changed",
@@ -101,6 +101,10 @@ test("a frame is the flags byte, the length and the message's bytes, the frozen 
   expect(head(loose)).toEqual([0, loose.length - 5]);
   expect(loose.subarray(5)).toEqual(Buffer.from(toBinary(SuggestionSchema, message)));
   // Bytes encoded elsewhere.
-  const framed = frameBytes(new Uint8Array([8, 1]));
-  expect([...framed]).toEqual([0, 0, 0, 0, 2, 8, 1]);
+  for (const kept of [false, true]) {
+    const framed = frameBytes(new Uint8Array([8, 1]), kept);
+    expect([...framed]).toEqual([0, 0, 0, 0, 2, 8, 1]);
+    // A kept frame has a buffer of its own, not a slice of Node's pool.
+    expect(framed.buffer.byteLength === framed.length).toBe(kept);
+  }
 });
