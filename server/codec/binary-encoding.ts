@@ -19,8 +19,9 @@ import {
  * order, implicit presence skipping zero values, then the unknown fields. A schema
  * with a field of another kind (a map, a group, a list of anything but messages, a
  * scalar with explicit presence or in a oneof, a 64-bit type other than int64,
- * floating point, bytes) is left to `toBinary`, whole, and so is a message holding a
- * value of a type its field does not take (toBinary coerces it or says why not).
+ * floating point, bytes) is left to `toBinary`, whole, as is a type that reaches one;
+ * so is a message holding a value of a type its field does not take (toBinary coerces
+ * it or says why not, in its own words), and one encoded while another is (a getter).
  */
 
 /** How a field is written. */
@@ -68,7 +69,8 @@ function kindOf(f: DescField): Kind | undefined {
     return f.listKind === "message" && !f.delimitedEncoding ? Kind.Messages : undefined;
   }
   if (f.oneof !== undefined || f.presence !== IMPLICIT) return undefined;
-  if (f.fieldKind === "enum") return Kind.Int32;
+  // toBinary skips an enum's first value, which proto3 makes 0.
+  if (f.fieldKind === "enum") return f.enum.values[0]?.number === 0 ? Kind.Int32 : undefined;
   if (f.fieldKind !== "scalar") return undefined;
   switch (f.scalar) {
     case ScalarType.STRING:
@@ -89,16 +91,12 @@ function kindOf(f: DescField): Kind | undefined {
 /** `FeatureSet.FieldPresence.IMPLICIT`, as protobuf-es numbers it. */
 const IMPLICIT = 2;
 
-function planOf(schema: DescMessage): Plan | null {
-  const known = plans.get(schema);
-  if (known !== undefined) return known;
+/** A schema's fields in number order, or null when one is of a kind left to toBinary. */
+function fieldPlans(schema: DescMessage): FieldPlan[] | null {
   const fields: FieldPlan[] = [];
   for (const f of [...schema.fields].sort((a, b) => a.number - b.number)) {
     const kind = kindOf(f);
-    if (kind === undefined) {
-      plans.set(schema, null);
-      return null;
-    }
+    if (kind === undefined) return null;
     const message = f.fieldKind === "message" || f.fieldKind === "list" ? f.message : undefined;
     fields.push({
       kind,
@@ -111,26 +109,57 @@ function planOf(schema: DescMessage): Plan | null {
       subSchema: message,
     });
   }
-  const plan: Plan = { typeName: schema.typeName, fields };
-  // Set before the sub-messages are planned, so that a recursive type finds itself.
-  plans.set(schema, plan);
-  for (const field of fields) {
-    if (field.subSchema === undefined) continue;
-    field.sub = planOf(field.subSchema);
-    if (field.sub === null) {
-      plans.set(schema, null);
-      return null;
+  return fields;
+}
+
+/**
+ * A schema's plan, made with the plans of every message type it reaches: a type is
+ * written here only when all of them are (a recursive type included), so each is
+ * decided once the whole graph is known, never from a plan still being made.
+ */
+function planOf(schema: DescMessage): Plan | null {
+  const known = plans.get(schema);
+  if (known !== undefined) return known;
+  const graph = new Map<DescMessage, FieldPlan[] | null>();
+  const todo = [schema];
+  for (let next = todo.pop(); next !== undefined; next = todo.pop()) {
+    if (graph.has(next) || plans.has(next)) continue;
+    const fields = fieldPlans(next);
+    graph.set(next, fields);
+    for (const f of fields ?? []) if (f.subSchema !== undefined) todo.push(f.subSchema);
+  }
+  const written = (sub: DescMessage) => (graph.has(sub) ? graph.get(sub) : plans.get(sub)) !== null;
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const [type, fields] of graph) {
+      if (fields?.some((f) => f.subSchema !== undefined && !written(f.subSchema))) {
+        graph.set(type, null);
+        changed = true;
+      }
     }
   }
-  return plan;
+  for (const [type, fields] of graph) {
+    plans.set(type, fields === null ? null : { typeName: type.typeName, fields });
+  }
+  for (const fields of graph.values()) {
+    for (const f of fields ?? []) {
+      if (f.subSchema !== undefined) f.sub = plans.get(f.subSchema) ?? null;
+    }
+  }
+  return plans.get(schema) ?? null;
 }
 
 /** Thrown by the writer for a value it leaves to `toBinary`. */
 const UNWRITTEN = new Error("left to toBinary");
 
 // The writer: one buffer for the process (encoding is synchronous), grown when needed.
-let buf = Buffer.allocUnsafeSlow(16 * 1024);
+const INITIAL = 16 * 1024;
+/** A buffer grown beyond this goes back to the initial size after its message. */
+const MAX_KEPT = 1024 * 1024;
+let buf = Buffer.allocUnsafeSlow(INITIAL);
 let pos = 0;
+/** Whether a call is writing into `buf` now. */
+let writing = false;
 
 function ensure(size: number): void {
   if (pos + size <= buf.length) return;
@@ -248,7 +277,8 @@ function fields(plan: Plan, message: Record<string, unknown>): void {
         buf[pos++] = 1;
         break;
       case Kind.Message:
-        if (value === undefined) continue;
+        // Explicit presence: as toBinary, a value of the message's own.
+        if (value === undefined || !Object.hasOwn(message, f.localName)) continue;
         varint32(f.tag);
         sized(f.sub as Plan, value);
         break;
@@ -261,7 +291,8 @@ function fields(plan: Plan, message: Record<string, unknown>): void {
         break;
       case Kind.OneofMessage: {
         const selected = message[f.oneof] as { case?: string; value?: unknown } | undefined;
-        if (selected?.case !== f.localName) continue;
+        if (selected === undefined || selected === null) throw UNWRITTEN;
+        if (selected.case !== f.localName) continue;
         varint32(f.tag);
         sized(f.sub as Plan, selected.value);
         break;
@@ -306,21 +337,27 @@ export function encodeBinary(
   kept = false,
 ): Buffer {
   const plan = planOf(schema);
-  if (plan === null || message.$typeName !== plan.typeName) {
+  // A getter of a message that encodes another would find the buffer in use.
+  if (plan === null || writing || message.$typeName !== plan.typeName) {
     return copied(toBinary(schema, message), headroom, kept);
   }
+  writing = true;
   pos = 0;
+  let out: Buffer;
   try {
     fields(plan, message as unknown as Record<string, unknown>);
-  } catch (err) {
+    out = allocate(headroom + pos, kept);
+    buf.copy(out, headroom, 0, pos);
+  } catch {
+    // A value this writer does not take as it is (UNWRITTEN), or one it found wrong:
+    // toBinary coerces it, or says why not in its own words.
+    out = copied(toBinary(schema, message), headroom, kept);
+  } finally {
     pos = 0;
-    if (err !== UNWRITTEN) throw err;
-    // A value this writer does not take as it is: toBinary coerces it, or says why not.
-    return copied(toBinary(schema, message), headroom, kept);
+    writing = false;
+    // One message of megabytes does not keep its buffer for the process.
+    if (buf.length > MAX_KEPT) buf = Buffer.allocUnsafeSlow(INITIAL);
   }
-  const out = allocate(headroom + pos, kept);
-  buf.copy(out, headroom, 0, pos);
-  pos = 0;
   return out;
 }
 

@@ -1,11 +1,17 @@
 import {
   create,
+  createFileRegistry,
   type DescField,
   type DescMessage,
   fromBinary,
   ScalarType,
   toBinary,
 } from "@bufbuild/protobuf";
+import {
+  FieldDescriptorProto_Label,
+  FieldDescriptorProto_Type,
+  FileDescriptorProtoSchema,
+} from "@bufbuild/protobuf/wkt";
 import fc from "fast-check";
 import { expect, test } from "vitest";
 import * as errorDetails from "../../gen/google/rpc/error_details_pb.js";
@@ -196,19 +202,42 @@ test("the service's hot messages are written by the writer itself, the rest by t
   ).toEqual(info);
 });
 
+/** encodeBinary answers what toBinary answers: the same bytes, or the same error. */
+function expectSameAsToBinary(schema: DescMessage, message: unknown): void {
+  let expected: string | Error;
+  try {
+    expected = Buffer.from(toBinary(schema, message as never)).toString("hex");
+  } catch (err) {
+    expected = err as Error;
+  }
+  if (typeof expected === "string") {
+    expect(encodeBinary(schema, message as never).toString("hex")).toBe(expected);
+  } else {
+    expect(() => encodeBinary(schema, message as never)).toThrow(expected.message);
+  }
+}
+
 test("long and nested messages: length prefixes of two and three bytes, and a grown buffer", () => {
-  const brief = "b".repeat(70_000);
   const message = create(service.ListSuggestionsResponseSchema, {
     open: [
-      { id: "1", brief },
+      { id: "1", brief: "b".repeat(70_000) },
       { id: "2", title: "é".repeat(100) },
     ],
   });
-  const out = encodeBinary(service.ListSuggestionsResponseSchema, message);
-  expect(out.equals(Buffer.from(toBinary(service.ListSuggestionsResponseSchema, message)))).toBe(
-    true,
-  );
-  // And the next, short message is not disturbed by what the long one left.
+  expectSameAsToBinary(service.ListSuggestionsResponseSchema, message);
+  // Megabytes grow the buffer several times, and leave it small again after.
+  const huge = create(suggestion.SuggestionSchema, { id: "h", brief: "h".repeat(3_000_000) });
+  expectSameAsToBinary(suggestion.SuggestionSchema, huge);
+  // A nested message that ends at a (fresh) buffer's end, where its length prefix of
+  // two bytes moves it one byte on: each length after a megabyte message.
+  for (let length = 16_360; length < 16_400; length++) {
+    encodeBinary(suggestion.SuggestionSchema, huge);
+    const list = create(service.ListSuggestionsResponseSchema, {
+      open: [{ brief: "n".repeat(length) }],
+    });
+    expectSameAsToBinary(service.ListSuggestionsResponseSchema, list);
+  }
+  // And the next, short message is not disturbed by what the long ones left.
   const short = create(suggestion.SuggestionSchema, { id: "x" });
   expect([...encodeBinary(suggestion.SuggestionSchema, short)]).toEqual([10, 1, 120]);
 });
@@ -224,22 +253,119 @@ test("kept bytes have a buffer of their own; others are a slice of Node's pool",
 
 test("a value of another type is toBinary's to coerce or refuse, and the next call is whole", () => {
   const schema = suggestion.SuggestionSchema;
-  const coerced = create(schema, { id: "x" });
-  (coerced as unknown as { title: unknown }).title = 12;
-  expect(encodeBinary(schema, coerced).equals(Buffer.from(toBinary(schema, coerced)))).toBe(true);
-  const refused = create(schema, { id: "x" });
-  (refused as unknown as { state: unknown }).state = "open";
-  let error: unknown;
-  try {
-    toBinary(schema, refused);
-  } catch (err) {
-    error = err;
+  const set = (field: string, value: unknown) => {
+    const message = create(schema, { id: "x", offeredAt: { seconds: 5n } });
+    (message as unknown as Record<string, unknown>)[field] = value;
+    return message;
+  };
+  const cases: unknown[] = [
+    set("title", 12),
+    set("state", "open"),
+    set("state", 2 ** 31),
+    set("state", 1.5),
+    set("offeredAt", null),
+    set("offeredAt", create(schema, { id: "in" })),
+    set("offeredAt", { $typeName: "other.Stamp", seconds: 5n, nanos: 1 }),
+    set("offeredAt", { $typeName: "google.protobuf.Timestamp", seconds: 2n ** 63n, nanos: 0 }),
+    set("offeredAt", { $typeName: "google.protobuf.Timestamp", seconds: "12", nanos: 0 }),
+    set("offeredAt", { $typeName: "google.protobuf.Timestamp", seconds: 0n, nanos: -1 }),
+    set("$unknown", [{ no: 9, wireType: 0, data: [1] }]),
+    set("$unknown", [{ no: -1, wireType: 0, data: new Uint8Array([1]) }]),
+    set("$typeName", "oda.suggest.v1.Other"),
+  ];
+  for (const message of cases) expectSameAsToBinary(schema, message);
+  const limit = create(suggestion.SuggestTaskRefusalSchema, { got: 1 });
+  for (const got of [-1, 2 ** 32, 2 ** 32 - 1, true]) {
+    (limit as unknown as { got: unknown }).got = got;
+    expectSameAsToBinary(suggestion.SuggestTaskRefusalSchema, limit);
   }
-  expect(error).toBeInstanceOf(Error);
-  expect(() => encodeBinary(schema, refused)).toThrow(error as Error);
-  const foreign = create(schema, { id: "x" });
-  (foreign as unknown as { offeredAt: unknown }).offeredAt = create(schema, { id: "in" });
-  expect(() => encodeBinary(schema, foreign)).toThrow(/ForeignFieldError|cannot use/);
+  // A oneof missing altogether, and a message field on the prototype only, not its own.
+  const error = create(suggestion.SuggestionErrorSchema, {
+    payload: { case: "notFound", value: { suggestionId: "s" } },
+  });
+  delete (error as unknown as { payload?: unknown }).payload;
+  expectSameAsToBinary(suggestion.SuggestionErrorSchema, error);
+  const inherited = Object.create(create(schema, { id: "x", offeredAt: { seconds: 1n } }));
+  inherited.$typeName = schema.typeName;
+  inherited.id = "y";
+  expectSameAsToBinary(schema, inherited);
   const good = create(schema, { id: "y" });
   expect([...encodeBinary(schema, good)]).toEqual([10, 1, 121]);
+});
+
+test("a getter that encodes another message while one is written: both whole", () => {
+  const schema = suggestion.SuggestionSchema;
+  const outer = create(schema, { id: "outer", title: "t" });
+  let inner: Buffer | undefined;
+  Object.defineProperty(outer, "tldr", {
+    enumerable: true,
+    get() {
+      inner = encodeBinary(schema, create(schema, { id: "inner" }));
+      return "tl";
+    },
+  });
+  expectSameAsToBinary(schema, outer);
+  expect(inner?.toString("hex")).toBe(
+    Buffer.from(toBinary(schema, create(schema, { id: "inner" }))).toString("hex"),
+  );
+});
+
+/** Three proto3 types of a file of their own: A { B b = 1; C c = 2 }, B { A a = 1 }, C. */
+function recursiveTypes(cField: "double" | "string") {
+  const message = (name: string, type: FieldDescriptorProto_Type, typeName?: string) => ({
+    name: name.toLowerCase(),
+    number: 1,
+    label: FieldDescriptorProto_Label.OPTIONAL,
+    type,
+    ...(typeName === undefined ? {} : { typeName }),
+    jsonName: name.toLowerCase(),
+  });
+  const file = create(FileDescriptorProtoSchema, {
+    name: `recursive-${cField}.proto`,
+    package: `r${cField}`,
+    syntax: "proto3",
+    messageType: [
+      {
+        name: "A",
+        field: [
+          message("B", FieldDescriptorProto_Type.MESSAGE, `.r${cField}.B`),
+          { ...message("C", FieldDescriptorProto_Type.MESSAGE, `.r${cField}.C`), number: 2 },
+        ],
+      },
+      { name: "B", field: [message("A", FieldDescriptorProto_Type.MESSAGE, `.r${cField}.A`)] },
+      {
+        name: "C",
+        field: [
+          message(
+            "D",
+            cField === "double"
+              ? FieldDescriptorProto_Type.DOUBLE
+              : FieldDescriptorProto_Type.STRING,
+          ),
+        ],
+      },
+    ],
+  });
+  const registry = createFileRegistry(file, () => undefined);
+  const get = (name: string) => registry.getMessage(`r${cField}.${name}`) as DescMessage;
+  return { A: get("A"), B: get("B"), C: get("C") };
+}
+
+test("recursive types: written here only when every type they reach is, whichever is first", () => {
+  for (const first of ["A", "B"] as const) {
+    // C holds a double, which toBinary writes: so A and B, which reach C, are too.
+    const t = recursiveTypes("double");
+    expect(writesItself(t[first])).toBe(false);
+    expect([writesItself(t.A), writesItself(t.B), writesItself(t.C)]).toEqual([
+      false,
+      false,
+      false,
+    ]);
+    const b = create(t.B, { a: { b: { a: { c: { d: 1.5 } } }, c: { d: 2 } } } as never);
+    expectSameAsToBinary(t.B, b);
+  }
+  const t = recursiveTypes("string");
+  expect([writesItself(t.B), writesItself(t.A), writesItself(t.C)]).toEqual([true, true, true]);
+  const b = create(t.B, { a: { b: { a: { c: { d: "deep" } } }, c: { d: "x" } } } as never);
+  expectSameAsToBinary(t.B, b);
 });

@@ -108,3 +108,26 @@ test("a frame is the flags byte, the length and the message's bytes, the frozen 
     expect(framed.buffer.byteLength === framed.length).toBe(kept);
   }
 });
+
+test("bytes and frames kept with a frozen message have buffers of their own, others the pool's", () => {
+  // A buffer of its own, or of its frame (a frame's 5 bytes ahead of a message's).
+  const own = (bytes: Uint8Array) => bytes.buffer.byteLength - bytes.length <= 5;
+  // A leaf (a suggestion: its Timestamps are encoded in place), frozen and not.
+  const frozen = deepFreeze(suggestion("g", false));
+  expect(own(encodeMessage(SuggestionSchema, frozen))).toBe(true);
+  expect(own(encodeFrame(SuggestionSchema, frozen))).toBe(true);
+  expect(own(encodeFrame(SuggestionSchema, suggestion("h", false)))).toBe(false);
+  // From its parts: the frozen list's bytes, its frame, and its frame again from the
+  // bytes kept; a list that is not frozen but holds frozen parts is the pool's.
+  const list = deepFreeze(
+    create(ListSuggestionsResponseSchema, {
+      open: [suggestion("i", false)],
+      settled: [suggestion("j", true)],
+    }),
+  );
+  expect(own(encodeFrame(ListSuggestionsResponseSchema, list))).toBe(true);
+  expect(own(encodeMessage(ListSuggestionsResponseSchema, list))).toBe(true);
+  expect(own(encodeFrame(ListSuggestionsResponseSchema, list))).toBe(true);
+  const loose = create(ListSuggestionsResponseSchema, { open: [...list.open] });
+  expect(own(encodeFrame(ListSuggestionsResponseSchema, loose))).toBe(false);
+});
