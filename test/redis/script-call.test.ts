@@ -57,6 +57,40 @@ test("a script call sends its strings, numbers and bytes as they are and answers
   expect(reply).toEqual([key, "two words", "7", [0xff, 0x00, 0x41]]);
 });
 
+test("with bytes among them: text of any script, empty values and long bytes, each exactly", async () => {
+  const redis = await client();
+  const key = `ключ-é-${uniqueId("k")}`;
+  // The first call sends the body (EVAL), the next ones its SHA, both with bytes.
+  for (let i = 0; i < 2; i++) {
+    expect(await redis.echoArgs(key, "", "naïve ☃ 🎉", Buffer.alloc(0))).toEqual([
+      key,
+      "",
+      "naïve ☃ 🎉",
+      [],
+    ]);
+  }
+  expect(await redis.echoArgs(key, Buffer.from("é"), 12, Buffer.from([0x0d, 0x0a]))).toEqual([
+    key,
+    "é",
+    "12",
+    [0x0d, 0x0a],
+  ]);
+  // Bytes beyond the buffer pool (4 KB), and a key after text of many bytes.
+  const long = Buffer.alloc(70_000, 0x61);
+  const [k, first, second, third] = await redis.echoArgs(
+    key,
+    long,
+    "x".repeat(5_000),
+    Buffer.from([7]),
+  );
+  expect([k, first === long.toString(), second, third]).toEqual([
+    key,
+    true,
+    "x".repeat(5_000),
+    [7],
+  ]);
+});
+
 test("the first call on a connection sends the script's body, the next ones its SHA", async () => {
   const redis = await client();
   await admin.config("RESETSTAT");
