@@ -9,7 +9,7 @@ import { buildChat } from "./history.js";
 /** How many of each: enough for a warm-up and a window on a fast day (Start at 3,700 a second takes 37,000). */
 const SIZES = {
   freshSessions: Number(process.env.BENCH_FRESH_SESSIONS ?? 120_000),
-  settleChats: Number(process.env.BENCH_SETTLE_CHATS ?? 40_000),
+  settleChats: Number(process.env.BENCH_SETTLE_CHATS ?? 50_000),
   startSessions: Number(process.env.BENCH_START_SESSIONS ?? 14_000),
   changeChats: 64,
 };

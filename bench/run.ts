@@ -284,7 +284,16 @@ async function main(): Promise<void> {
     // As `npm start` runs it: the service on its Unix socket (server/main.ts), the
     // bench's own clients on TCP.
     const redisDir = join(dir, "redis");
-    const redis = await startRedisServer({ dir: redisDir, unixSocket: socketPathIn(redisDir) });
+    // As npm start runs it (AOF, appendfsync always), but without rewriting its AOF on
+    // its own: a rewrite forks Redis, and on two cores the fork's copying and writing take
+    // turns with the service. The rows' writes set off two or three inside the windows of
+    // a run (two in SuggestTask's, once), each costing the row it fell in; the AOF grows
+    // by a few hundred MB a run instead.
+    const redis = await startRedisServer({
+      dir: redisDir,
+      unixSocket: socketPathIn(redisDir),
+      extraArgs: ["--auto-aof-rewrite-percentage", "0"],
+    });
     started.push(redis);
     const data = (await step("preparing data", () => prepare(redis.url), true)) as Data;
     rows.push(await noopRow(redis.pid, "first"));
