@@ -97,8 +97,7 @@ function sized(plan: Plan, value: unknown): void {
     buf[start] = length;
     return;
   }
-  let size = 1;
-  for (let v = length >>> 7; v > 0; v >>>= 7) size++;
+  const size = varintSize(length);
   ensure(size - 1);
   buf.copyWithin(start + size, start + 1, pos);
   pos += size - 1;
@@ -231,14 +230,27 @@ export function encodeBinary(
   return out;
 }
 
-function copied(bytes: Uint8Array, headroom: number, kept: boolean): Buffer {
+/** A copy of `bytes` after `headroom` free bytes, in a buffer as `allocate` gives it. */
+export function copied(bytes: Uint8Array, headroom: number, kept: boolean): Buffer {
   const out = allocate(headroom + bytes.length, kept);
   out.set(bytes, headroom);
   return out;
 }
 
-function allocate(size: number, kept: boolean): Buffer {
+/**
+ * A buffer for encoded bytes: one of Node's pool, which is cheap to get but holds the
+ * pool's 8 KB for as long as it lives, unless the bytes are `kept` as long as a frozen
+ * message lives; then a buffer of their own.
+ */
+export function allocate(size: number, kept: boolean): Buffer {
   return kept ? Buffer.allocUnsafeSlow(size) : Buffer.allocUnsafe(size);
+}
+
+/** The bytes of `value` as a varint. */
+export function varintSize(value: number): number {
+  let size = 1;
+  for (let v = value >>> 7; v > 0; v >>>= 7) size++;
+  return size;
 }
 
 /** Whether this writer writes a schema's messages itself (else `toBinary` does). */

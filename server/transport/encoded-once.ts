@@ -1,5 +1,5 @@
 import type { DescField, DescMessage, Message } from "@bufbuild/protobuf";
-import { encodeBinary } from "../codec/binary-encoding.js";
+import { allocate, copied, encodeBinary, varintSize } from "../codec/binary-encoding.js";
 
 /*
  * Frozen messages encoded once. A frozen message (frozen in depth, as handlers that share
@@ -45,13 +45,6 @@ function messageFields(schema: DescMessage): Parts {
     partsOf.set(schema, parts);
   }
   return parts;
-}
-
-/** The bytes of `value` as a varint. */
-function varintSize(value: number): number {
-  let size = 1;
-  for (let v = value >>> 7; v > 0; v >>>= 7) size++;
-  return size;
 }
 
 /** Writes `value` as a varint at `at`; answers the offset after it. */
@@ -102,17 +95,9 @@ function headed(frame: Uint8Array): Buffer {
   return out;
 }
 
-/**
- * `bytes` after `headroom` bytes left free (`bytes` itself for none). Bytes `kept` as
- * long as a frozen message lives get a buffer of their own; others one of Node's pool,
- * which is cheaper to get but holds the pool's 8 KB for as long as it lives.
- */
+/** `bytes` after `headroom` bytes left free (`bytes` itself for none), as `copied` copies. */
 function withHeadroom(bytes: Uint8Array, headroom: number, kept: boolean): Uint8Array {
-  if (headroom === 0) return bytes;
-  const size = headroom + bytes.length;
-  const out = kept ? Buffer.allocUnsafeSlow(size) : Buffer.allocUnsafe(size);
-  out.set(bytes, headroom);
-  return out;
+  return headroom === 0 ? bytes : copied(bytes, headroom, kept);
 }
 
 /** `encodeMessage`'s bytes, after `headroom` free bytes in the same buffer. */
@@ -150,7 +135,7 @@ function encodeAfter(schema: DescMessage, message: Message, headroom: number): U
         size += varintSize(tag) + varintSize(bytes.length) + bytes.length;
       }
     }
-    out = frozen ? Buffer.allocUnsafeSlow(headroom + size) : Buffer.allocUnsafe(headroom + size);
+    out = allocate(headroom + size, frozen);
     let at = headroom;
     if (rest !== undefined) {
       out.set(rest, at);
