@@ -12,56 +12,99 @@ interface Snapshot<T = unknown> {
   readonly value: T;
 }
 
+const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
+
 /**
- * One watcher's mailbox. It keeps only the newest lists it has not taken yet, so a slow
- * client skips lists that are already stale instead of queueing them without bound.
+ * One watcher's mailbox, and the iterator its handler reads. It keeps only the newest
+ * lists it has not taken yet, so a slow client skips lists that are already stale
+ * instead of queueing them without bound. A reader that waits is handed the lists as
+ * they are offered: no generator stands between the hub and the handler, which one
+ * change of a chat with 1,000 watchers would pass through 1,000 times.
  */
-class Watcher<T = unknown> {
+class Watcher<T = unknown> implements AsyncIterableIterator<T> {
   #pending: Snapshot<T> | undefined;
   #version: string | undefined;
   #failed = false;
   #error: unknown;
   #ended = false;
-  #wake: (() => void) | undefined;
+  #waiting: { resolve(result: IteratorResult<T>): void; reject(error: unknown): void } | undefined;
+  /** Leaves the channel; run once, when the watch ends however it ends. */
+  #leave: (() => void) | undefined;
+
+  /** @param leave run once when the watch ends (the reader stops, or it is ended). */
+  constructor(leave?: () => void) {
+    this.#leave = leave;
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
 
   /** Offers lists; the same version as the last one offered is not sent twice. */
   offer(snapshot: Snapshot<T>): void {
     if (this.#ended || snapshot.version === this.#version) return;
     this.#version = snapshot.version;
-    this.#pending = snapshot;
-    this.#wake?.();
+    const waiting = this.#waiting;
+    if (waiting === undefined) {
+      this.#pending = snapshot;
+      return;
+    }
+    this.#waiting = undefined;
+    waiting.resolve({ done: false, value: snapshot.value });
   }
 
-  /** Ends the watch with an error (Redis failed under it). */
+  /** Ends the watch with an error (Redis failed under it), told to its reader once. */
   fail(error: unknown): void {
     if (this.#ended) return;
-    this.#error = error;
-    this.#failed = true;
-    this.#ended = true;
-    this.#wake?.();
+    this.#finish();
+    const waiting = this.#waiting;
+    if (waiting === undefined) {
+      this.#error = error;
+      this.#failed = true;
+      return;
+    }
+    this.#waiting = undefined;
+    waiting.reject(error);
   }
 
   /** Ends the watch cleanly (the client left, or the server shuts down). */
   end(): void {
-    this.#ended = true;
-    this.#wake?.();
+    if (this.#ended) return;
+    this.#finish();
+    const waiting = this.#waiting;
+    this.#waiting = undefined;
+    waiting?.resolve(DONE);
   }
 
-  /** The next lists to send; undefined once ended. */
-  async next(): Promise<Snapshot<T> | undefined> {
-    for (;;) {
-      if (this.#failed) throw this.#error;
-      if (this.#ended) return undefined;
-      const pending = this.#pending;
-      if (pending !== undefined) {
-        this.#pending = undefined;
-        return pending;
-      }
-      await new Promise<void>((resolve) => {
-        this.#wake = resolve;
-      });
-      this.#wake = undefined;
+  /** The next lists to send; done once ended. */
+  next(): Promise<IteratorResult<T>> {
+    if (this.#failed) {
+      this.#failed = false;
+      return Promise.reject(this.#error);
     }
+    if (this.#ended) return Promise.resolve(DONE);
+    const pending = this.#pending;
+    if (pending !== undefined) {
+      this.#pending = undefined;
+      return Promise.resolve({ done: false, value: pending.value });
+    }
+    return new Promise((resolve, reject) => {
+      this.#waiting = { resolve, reject };
+    });
+  }
+
+  /** The reader stops early (it left its loop): the watch ends. */
+  return(): Promise<IteratorResult<T>> {
+    this.end();
+    return Promise.resolve(DONE);
+  }
+
+  #finish(): void {
+    this.#ended = true;
+    this.#pending = undefined;
+    const leave = this.#leave;
+    this.#leave = undefined;
+    leave?.();
   }
 }
 
@@ -118,50 +161,46 @@ export class WatchHub {
    * client left, the deadline passed, the server shuts down) or the hub closes, which
    * end it cleanly. A Redis failure ends it with UNAVAILABLE.
    */
-  async *watch(sessionId: string, signal: AbortSignal): AsyncGenerator<SuggestionLists, void> {
+  watch(sessionId: string, signal: AbortSignal): AsyncIterableIterator<SuggestionLists> {
     const read = async () => {
       const { version, lists } = await this.#store.snapshot(sessionId);
       return { version, value: lists };
     };
-    yield* this.#watchChannel(sessionKeys(sessionId).changes, read, signal);
+    return this.#watchChannel(sessionKeys(sessionId).changes, read, signal);
   }
 
   /**
    * The first page of a workspace's inbox: at once, then after every change in a chat
    * of the workspace (made through any instance), ending as `watch` does.
    */
-  async *watchWorkspace(
-    workspaceId: string,
-    signal: AbortSignal,
-  ): AsyncGenerator<InboxEntry[], void> {
+  watchWorkspace(workspaceId: string, signal: AbortSignal): AsyncIterableIterator<InboxEntry[]> {
     const read = async () => {
       const { entries } = await this.#store.inbox.page(workspaceId, INBOX_PAGE_SIZE_DEFAULT, "");
       return { version: entries.map((e) => e.member).join(" "), value: entries };
     };
-    yield* this.#watchChannel(workspaceKeys(workspaceId).changes, read, signal);
+    return this.#watchChannel(workspaceKeys(workspaceId).changes, read, signal);
   }
 
-  async *#watchChannel<T>(
+  /** A watcher of `channel`, joined now, that leaves when it ends. */
+  #watchChannel<T>(
     channel: string,
     read: () => Promise<Snapshot<T>>,
     signal: AbortSignal,
-  ): AsyncGenerator<T, void> {
-    if (this.#closed) throw new ConnectError("the server is shutting down", Code.Unavailable);
-    const watcher = new Watcher<T>();
-    const session = this.#join(channel, read, watcher as Watcher);
+  ): Watcher<T> {
+    if (this.#closed) {
+      const refused = new Watcher<T>();
+      refused.fail(new ConnectError("the server is shutting down", Code.Unavailable));
+      return refused;
+    }
     const end = () => watcher.end();
-    signal.addEventListener("abort", end);
-    if (signal.aborted) end();
-    try {
-      for (;;) {
-        const snapshot = await watcher.next();
-        if (snapshot === undefined) return;
-        yield snapshot.value;
-      }
-    } finally {
+    const watcher: Watcher<T> = new Watcher<T>(() => {
       signal.removeEventListener("abort", end);
       this.#leave(session, watcher as Watcher);
-    }
+    });
+    const session = this.#join(channel, read as () => Promise<Snapshot>, watcher as Watcher);
+    signal.addEventListener("abort", end);
+    if (signal.aborted) end();
+    return watcher;
   }
 
   /** Ends every watch cleanly and closes the subscriber connection. */
