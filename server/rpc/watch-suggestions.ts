@@ -1,12 +1,12 @@
-import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import type { HandlerContext } from "@connectrpc/connect";
 import type {
   WatchSuggestionsRequest,
   WatchSuggestionsResponse,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { requireId } from "../domain/ids.js";
 import type { WatchHub } from "../store/watch-hub.js";
-import { dependencyError } from "./errors.js";
 import { watchResponseOf } from "./shared-responses.js";
+import { watchedStream } from "./watched-stream.js";
 
 /** What the watch handler needs. */
 export interface WatchSuggestionsDeps {
@@ -20,20 +20,13 @@ export interface WatchSuggestionsDeps {
  * with DEADLINE_EXCEEDED when the call's deadline passes, and with UNAVAILABLE when
  * Redis fails under it (the client watches again).
  */
-export async function* watchSuggestions(
+export function watchSuggestions(
   deps: WatchSuggestionsDeps,
   request: WatchSuggestionsRequest,
   context: HandlerContext,
-): AsyncGenerator<WatchSuggestionsResponse, void> {
+): AsyncIterableIterator<WatchSuggestionsResponse> {
   const sessionId = requireId("session_id", request.sessionId);
-  try {
-    // One message per version, shared by every watcher of the chat on this instance.
-    for await (const lists of deps.watchHub.watch(sessionId, context.signal)) {
-      yield watchResponseOf(lists);
-    }
-  } catch (err) {
-    throw dependencyError(err, "the suggestion store");
-  }
-  const reason: unknown = context.signal.aborted ? context.signal.reason : undefined;
-  if (reason instanceof ConnectError && reason.code === Code.DeadlineExceeded) throw reason;
+  // One message per version, shared by every watcher of the chat on this instance.
+  const lists = deps.watchHub.watch(sessionId, context.signal);
+  return watchedStream(lists, watchResponseOf, context.signal);
 }

@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import type { HandlerContext } from "@connectrpc/connect";
 import {
   type ListWorkspaceSuggestionsRequest,
   type ListWorkspaceSuggestionsResponse,
@@ -12,8 +12,10 @@ import { requireId } from "../domain/ids.js";
 import { decodePageToken, encodePageToken, inboxPageSize } from "../domain/inbox-page.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import type { WatchHub } from "../store/watch-hub.js";
+import type { InboxEntry } from "../store/workspace-inbox.js";
 import { withInboxEncoding } from "./encoded-response.js";
-import { dependencyError, storeCall } from "./errors.js";
+import { storeCall } from "./errors.js";
+import { watchedStream } from "./watched-stream.js";
 
 /** What the workspace inbox handlers need. */
 export interface WorkspaceSuggestionsDeps {
@@ -53,21 +55,16 @@ export async function listWorkspaceSuggestions(
  * leaves or the server shuts down, DEADLINE_EXCEEDED at the deadline, UNAVAILABLE when
  * Redis fails under it.
  */
-export async function* watchWorkspaceSuggestions(
+export function watchWorkspaceSuggestions(
   deps: WorkspaceSuggestionsDeps,
   request: WatchWorkspaceSuggestionsRequest,
   context: HandlerContext,
-): AsyncGenerator<WatchWorkspaceSuggestionsResponse, void> {
+): AsyncIterableIterator<WatchWorkspaceSuggestionsResponse> {
   const workspaceId = requireId("workspace_id", request.workspaceId);
-  try {
-    for await (const entries of deps.watchHub.watchWorkspace(workspaceId, context.signal)) {
-      yield create(WatchWorkspaceSuggestionsResponseSchema, {
-        suggestions: entries.map((e) => e.suggestion),
-      });
-    }
-  } catch (err) {
-    throw dependencyError(err, "the suggestion store");
-  }
-  const reason: unknown = context.signal.aborted ? context.signal.reason : undefined;
-  if (reason instanceof ConnectError && reason.code === Code.DeadlineExceeded) throw reason;
+  const pages = deps.watchHub.watchWorkspace(workspaceId, context.signal);
+  const respond = (entries: InboxEntry[]) =>
+    create(WatchWorkspaceSuggestionsResponseSchema, {
+      suggestions: entries.map((e) => e.suggestion),
+    });
+  return watchedStream(pages, respond, context.signal);
 }
