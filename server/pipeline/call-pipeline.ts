@@ -136,20 +136,40 @@ class HookedStream implements AsyncIterableIterator<unknown> {
       if (result.done === true) this.#end(undefined);
       return result;
     } catch (err) {
+      // A failed read leaves its source closed (a watch leaves its channel), as a loop would.
+      this.#source?.return?.()?.catch(() => {});
       this.#end(err);
       throw err;
     }
   }
 
+  /** The reader stops early: the handler's stream is closed, and the call ends OK. */
   async return(): Promise<IteratorResult<unknown>> {
-    if (!this.#ended) {
-      try {
-        await this.#source?.return?.();
-      } finally {
-        this.#end(undefined);
-      }
-    }
+    await this.#close(undefined);
     return { done: true, value: undefined };
+  }
+
+  /**
+   * The reader failed (connect-node, when a write to the client fails): the handler's
+   * stream is closed and the call ends with that error, or CANCELED when the client left.
+   */
+  async throw(err: unknown): Promise<IteratorResult<unknown>> {
+    await this.#close(this.#call?.context.signal.aborted === true ? undefined : err);
+    throw err;
+  }
+
+  async #close(error: unknown): Promise<void> {
+    if (this.#ended) return;
+    // A stream never read ran nothing: no hooks, as a generator never started.
+    if (this.#source === undefined) {
+      this.#ended = true;
+      return;
+    }
+    try {
+      await this.#source.return?.();
+    } finally {
+      this.#end(error);
+    }
   }
 
   #end(error: unknown): void {

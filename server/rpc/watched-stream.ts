@@ -24,6 +24,8 @@ export function watchedStream<T, R>(
       try {
         return { done: false, value: respond(result.value) };
       } catch (err) {
+        // The call ends here: the watch ends too, and leaves its channel.
+        watch.return?.()?.catch(() => {});
         return failed(err);
       }
     }

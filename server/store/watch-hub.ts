@@ -76,7 +76,7 @@ class Watcher<T = unknown> implements AsyncIterableIterator<T> {
     waiting?.resolve(DONE);
   }
 
-  /** The next lists to send; done once ended. */
+  /** The next lists to send; done once ended. One read at a time, as `for await` reads. */
   next(): Promise<IteratorResult<T>> {
     if (this.#failed) {
       this.#failed = false;

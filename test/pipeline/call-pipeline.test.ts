@@ -6,8 +6,9 @@ import { type CallHook, wrapService } from "../../server/pipeline/call-pipeline.
 /*
  * The pipeline around a server stream (WatchSuggestions): the `before` hooks run when
  * the stream is first read, as a generator's body would, and `after` runs exactly once,
- * with how the stream ended, whether it finished, failed, was refused or was left by
- * its consumer.
+ * with how the stream ended, whether it finished, failed, was refused, was left by
+ * its consumer or its consumer failed (a write to the client); a stream never read runs
+ * nothing.
  */
 
 /** A hook that records what it saw, in order. */
@@ -27,15 +28,15 @@ function recorder() {
 /** A WatchSuggestions handler made of `body`, wrapped with `hooks`. */
 function wrappedWatch(
   hooks: CallHook[],
-  body: () => AsyncGenerator<unknown, void>,
-): (signal?: AbortSignal) => AsyncIterable<unknown> {
+  body: () => AsyncIterable<unknown>,
+): (signal?: AbortSignal) => AsyncIterableIterator<unknown> {
   const impl = { watchSuggestions: body } as never;
   const wrapped = wrapService(SuggestionService, impl, {
     hooks,
     defaultDeadlineMs: 1_000,
     maxDeadlineMs: 1_000,
   }) as unknown as {
-    watchSuggestions: (request: unknown, context: HandlerContext) => AsyncIterable<unknown>;
+    watchSuggestions: (request: unknown, context: HandlerContext) => AsyncIterableIterator<unknown>;
   };
   return (signal = new AbortController().signal) =>
     wrapped.watchSuggestions({}, { signal } as HandlerContext);
@@ -109,4 +110,58 @@ test("a before hook that refuses: the first read rejects, the handler never runs
   await expect(iterator.next()).rejects.toMatchObject({ code: Code.Unauthenticated });
   expect(seen).toEqual(["before WatchSuggestions", "after Unauthenticated"]);
   expect(await iterator.next()).toEqual({ done: true, value: undefined });
+});
+
+test("a reader that fails (connect-node, when a write to the client fails): the handler ends, after sees the error once, or CANCELED once the client left", async () => {
+  for (const clientLeft of [false, true]) {
+    const { seen, hook } = recorder();
+    const left = new AbortController();
+    const watch = wrappedWatch([hook], async function* () {
+      try {
+        for (let i = 0; ; i++) yield i;
+      } finally {
+        seen.push("handler finally");
+      }
+    });
+    const stream = watch(left.signal);
+    expect(await stream.next()).toEqual({ done: false, value: 0 });
+    if (clientLeft) left.abort();
+    const writeFailed = new ConnectError("the stream was reset", Code.Internal);
+    await expect(stream.throw?.(writeFailed)).rejects.toBe(writeFailed);
+    await stream.return?.();
+    expect(seen).toEqual([
+      "before WatchSuggestions",
+      "handler finally",
+      clientLeft ? "after Canceled" : "after Internal",
+    ]);
+  }
+});
+
+test("a stream closed before its first read runs nothing: no hooks, no handler", async () => {
+  const { seen, hook } = recorder();
+  const watch = wrappedWatch([hook], async function* () {
+    seen.push("handler");
+    yield "a";
+  });
+  const stream = watch();
+  expect(await stream.return?.()).toEqual({ done: true, value: undefined });
+  expect(await stream.next()).toEqual({ done: true, value: undefined });
+  expect(seen).toEqual([]);
+});
+
+test("a handler's stream whose read fails is closed (a watch leaves its channel), and after sees the failure", async () => {
+  const { seen, hook } = recorder();
+  const failing: AsyncIterableIterator<unknown> = {
+    [Symbol.asyncIterator]() {
+      return failing;
+    },
+    next: () => Promise.reject(new ConnectError("redis went away", Code.Unavailable)),
+    return: () => {
+      seen.push("handler closed");
+      return Promise.resolve({ done: true, value: undefined });
+    },
+  };
+  const watch = wrappedWatch([hook], () => failing);
+  await expect(watch().next()).rejects.toMatchObject({ code: Code.Unavailable });
+  expect(seen).toEqual(["before WatchSuggestions", "handler closed", "after Unavailable"]);
 });

@@ -85,8 +85,8 @@ test("a store that fails under it: UNAVAILABLE naming the store; a ConnectError 
   expect(ConnectError.from(shutdown.error).code).toBe(Code.Unavailable);
 });
 
-test("a response that cannot be made fails the call as the store's failure would", async () => {
-  const { iterator } = source([1]);
+test("a response that cannot be made fails the call as the store's failure would, and ends the watch", async () => {
+  const { iterator, state } = source([1, 2]);
   const failing = watchedStream(
     iterator,
     () => {
@@ -97,6 +97,7 @@ test("a response that cannot be made fails the call as the store's failure would
   const { got, error } = await drain(failing);
   expect(got).toEqual([]);
   expect(ConnectError.from(error).code).toBe(Code.Unavailable);
+  expect(state.returned).toBe(1);
 });
 
 test("a reader that stops early returns the hub's watch, so the watcher leaves its channel", async () => {
