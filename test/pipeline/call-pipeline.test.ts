@@ -42,6 +42,17 @@ function wrappedWatch(
     wrapped.watchSuggestions({}, { signal } as HandlerContext);
 }
 
+/** A watch of 0, 1, 2, ... without end, whose handler records when its `finally` runs. */
+function countingWatch(hooks: CallHook[], seen: string[]) {
+  return wrappedWatch(hooks, async function* () {
+    try {
+      for (let i = 0; ; i++) yield i;
+    } finally {
+      seen.push("handler finally");
+    }
+  });
+}
+
 test("before at the first read, the messages in order, after once when the stream is done", async () => {
   const { seen, hook } = recorder();
   const watch = wrappedWatch([hook], async function* () {
@@ -79,13 +90,7 @@ test("a handler that fails mid-stream: the consumer gets its error, after sees i
 test("a consumer that stops early ends the handler (its finally runs) and after sees CANCELED once the client left", async () => {
   const { seen, hook } = recorder();
   const left = new AbortController();
-  const watch = wrappedWatch([hook], async function* () {
-    try {
-      for (let i = 0; ; i++) yield i;
-    } finally {
-      seen.push("handler finally");
-    }
-  });
+  const watch = countingWatch([hook], seen);
   for await (const message of watch(left.signal)) {
     if (message === 2) {
       left.abort();
@@ -116,13 +121,7 @@ test("a reader that fails (connect-node, when a write to the client fails): the 
   for (const clientLeft of [false, true]) {
     const { seen, hook } = recorder();
     const left = new AbortController();
-    const watch = wrappedWatch([hook], async function* () {
-      try {
-        for (let i = 0; ; i++) yield i;
-      } finally {
-        seen.push("handler finally");
-      }
-    });
+    const watch = countingWatch([hook], seen);
     const stream = watch(left.signal);
     expect(await stream.next()).toEqual({ done: false, value: 0 });
     if (clientLeft) left.abort();
