@@ -197,7 +197,7 @@ export class WatchHub {
       signal.removeEventListener("abort", end);
       this.#leave(session, watcher as Watcher);
     });
-    const session = this.#join(channel, read as () => Promise<Snapshot>, watcher as Watcher);
+    const session = this.#join(channel, read, watcher as Watcher);
     signal.addEventListener("abort", end);
     if (signal.aborted) end();
     return watcher;
