@@ -68,6 +68,21 @@ async function fromLog(sessionId: string) {
   return foldLog(sessionId, await store.readLog(sessionId));
 }
 
+test("an intact projection is kept: each write folds its own record, none again", async () => {
+  const sessionId = await chatOfEveryKind();
+  const { projection } = sessionKeys(sessionId);
+  await answers(sessionId);
+  const kept = await redis.hgetall(projection);
+  // Never folded again from the first record, which would have fenced every token (f:*).
+  expect(kept["f:*"]).toBeUndefined();
+  expect(Number(kept.h)).toBe(Object.keys(kept).length);
+  // As a fold of the whole log writes it: deleted, then read by an instance with no
+  // lists cache, it comes back the same.
+  await redis.del(projection);
+  await new SuggestionStore(redis).lists(sessionId);
+  expect(await projectionFold(redis, sessionId)).toEqual(withoutFences(kept));
+});
+
 test("deleting any one field of a chat's projection changes no answer", async () => {
   const sessionId = await chatOfEveryKind();
   const { projection } = sessionKeys(sessionId);

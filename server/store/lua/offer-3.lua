@@ -36,7 +36,7 @@
 local log, proj, changes = KEYS[1], KEYS[2], KEYS[3]
 local id, turn, call = ARGV[1], ARGV[2], ARGV[3]
 
-catchUp(log, proj)
+local fold = catchUp(log, proj)
 
 local function answerExisting(existing)
   local entryId = redis.call('HGET', proj, 'e:' .. existing)
@@ -44,24 +44,24 @@ local function answerExisting(existing)
   return { 1, existing, entryId, entries[1][2] }
 end
 
-if call ~= '' then
+-- An empty log has no offer: none of this tool call, of this id or of this turn.
+if call ~= '' and not fold.empty then
   local existing = redis.call('HGET', proj, 'c:' .. call)
   if existing then
     return answerExisting(existing)
   end
 end
-if redis.call('HEXISTS', proj, 's:' .. id) == 1 then
+if not fold.empty and redis.call('HEXISTS', proj, 's:' .. id) == 1 then
   return answerExisting(id)
 end
 
-local counts = redis.call('HMGET', proj, 'n', 'open')
-if tonumber(counts[1] or '0') >= tonumber(ARGV[8]) then
+if fold.n >= tonumber(ARGV[8]) then
   return { 2 }
 end
-if tonumber(counts[2] or '0') >= tonumber(ARGV[9]) then
+if fold.open >= tonumber(ARGV[9]) then
   return { 3 }
 end
-if redis.call('HEXISTS', proj, 't:' .. turn) == 1 then
+if not fold.empty and redis.call('HEXISTS', proj, 't:' .. turn) == 1 then
   return { 4 }
 end
 if ARGV[7] == 'check' then
@@ -84,7 +84,8 @@ if ws ~= '' then
   record[#record + 1] = 'ws'
   record[#record + 1] = ws
 end
-local entryId = appendRecord(log, proj, changes, record)
+-- New: no offer of this id, turn or tool call is recorded (checked above).
+local entryId = appendRecord(log, proj, changes, record, fold, true)
 if ws ~= '' and ARGV[12] then
   redis.call('PUBLISH', ARGV[12], entryId)
 end

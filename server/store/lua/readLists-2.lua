@@ -29,12 +29,13 @@
 
 local log, proj = KEYS[1], KEYS[2]
 
-local version = logVersion(log)
+local tip = logTip(log)
+local version = logVersion(tip)
 if version == ARGV[1] then
   return { version }
 end
 
-catchUp(log, proj)
+catchUp(log, proj, tip)
 
 local named = grownBy(log, ARGV[1] or '', version, 32)
 if named then

@@ -18,12 +18,11 @@
 
 local log, proj, id = KEYS[1], KEYS[2], ARGV[1]
 
-local version = logVersion(log)
+local tip = logTip(log)
+local version = logVersion(tip)
 if version == ARGV[2] then
   return { version }
 end
 
-catchUp(log, proj)
-
-local refs = redis.call('HMGET', proj, 'e:' .. id, 'a:' .. id)
-return { version, entryAt(log, refs[1]), entryAt(log, refs[2]) }
+catchUp(log, proj, tip)
+return suggestionRecords(log, proj, id, version)

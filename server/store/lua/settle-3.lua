@@ -36,7 +36,7 @@
 local log, proj, changes = KEYS[1], KEYS[2], KEYS[3]
 local id, outcome, chat = ARGV[1], ARGV[2], ARGV[3]
 
-catchUp(log, proj)
+local fold = catchUp(log, proj)
 
 local state = redis.call('HGET', proj, 's:' .. id)
 if not state then
@@ -53,7 +53,7 @@ if outcome == 'restored' then
   if state ~= 'dismissed' then
     return { 3, state, chatOf() }
   end
-  if tonumber(redis.call('HGET', proj, 'open') or '0') >= tonumber(ARGV[4]) then
+  if fold.open >= tonumber(ARGV[4]) then
     return { 4, state, '' }
   end
 else
@@ -86,7 +86,7 @@ record[#record + 1] = 'by'
 record[#record + 1] = 'person'
 record[#record + 1] = 'time'
 record[#record + 1] = nowMs()
-local entryId = appendRecord(log, proj, changes, record)
+local entryId = appendRecord(log, proj, changes, record, fold)
 if ws ~= '' then
   redis.call('PUBLISH', ARGV[6] .. ws .. ARGV[7], entryId)
 end

@@ -35,7 +35,7 @@
 local log, proj, changes = KEYS[1], KEYS[2], KEYS[3]
 local title, reason, call = ARGV[1], ARGV[2], ARGV[3]
 
-catchUp(log, proj)
+local fold = catchUp(log, proj)
 
 local function entry(entryId)
   if not entryId then
@@ -56,7 +56,7 @@ if call ~= '' then
 end
 
 -- Newest offer first: the offer order runs from i:1 (oldest) to i:<n>.
-for i = tonumber(redis.call('HGET', proj, 'n') or '0'), 1, -1 do
+for i = fold.n, 1, -1 do
   local id = redis.call('HGET', proj, 'i:' .. i)
   if id and redis.call('HGET', proj, 's:' .. id) == 'open' then
     local offer = entry(redis.call('HGET', proj, 'e:' .. id))
@@ -74,7 +74,7 @@ for i = tonumber(redis.call('HGET', proj, 'n') or '0'), 1, -1 do
         'type', 'settled', 'id', id, 'outcome', 'dismissed', 'by', 'agent',
         'reason', reason, 'call', call, 'time', nowMs(),
       }
-      local entryId = appendRecord(log, proj, changes, record)
+      local entryId = appendRecord(log, proj, changes, record, fold)
       if ws ~= '' then
         redis.call('PUBLISH', ARGV[5] .. ws .. ARGV[6], entryId)
       end

@@ -17,8 +17,7 @@ local function announceChat(chats, pending, session, minimum)
     tonumber(minimum)
   )
   token = string.format('%.0f', token)
-  redis.call('HSET', chats, 'seq', token)
-  redis.call('HSET', chats, 't:' .. session, token)
+  redis.call('HSET', chats, 'seq', token, 't:' .. session, token)
   redis.call('SADD', pending, session)
   return token
 end

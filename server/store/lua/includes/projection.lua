@@ -46,6 +46,13 @@
 -- older version is folded again from the stream rather than read wrongly.
 local PROJECTION_FORMAT = '5'
 
+-- How many offers' ids `intact` reads with the head (i:1 to i:10).
+local HEAD_OFFERS = 10
+local HEAD_ORDER = {}
+for i = 1, HEAD_OFFERS do
+  HEAD_ORDER[i] = 'i:' .. i
+end
+
 local function recordFields(flat)
   local f = {}
   for i = 1, #flat, 2 do
@@ -55,25 +62,41 @@ local function recordFields(flat)
 end
 
 -- Folds one stream entry into the projection; unknown kinds and records that do not
--- fit change nothing. Answers true when the entry changed the list.
-local function applyRecord(proj, entryId, f)
+-- fit change nothing. `fold` is the projection's head as `catchUp` answers it: its
+-- counters are kept there and written with the fields they count. `new` (an append whose
+-- script checked that no offer of this id, turn or tool call is recorded) spares the
+-- checks the fold would make. Answers true when the entry changed the list.
+local function applyRecord(proj, entryId, f, fold, new)
   local id = f['id']
   if id == nil or id == '' then
     return false
   end
   if f['type'] == 'offered' then
-    if redis.call('HEXISTS', proj, 's:' .. id) == 1 then
+    if not new and redis.call('HEXISTS', proj, 's:' .. id) == 1 then
       return false
     end
-    local n = redis.call('HINCRBY', proj, 'n', 1)
-    redis.call('HSET', proj, 's:' .. id, 'open', 'e:' .. id, entryId, 'i:' .. n, id)
-    redis.call('HINCRBY', proj, 'open', 1)
-    local turn = f['turn']
-    if turn ~= nil and turn ~= '' then
+    fold.n = fold.n + 1
+    fold.open = fold.open + 1
+    local fields = {
+      's:' .. id, 'open', 'e:' .. id, entryId, 'i:' .. fold.n, id, 'n', fold.n, 'open', fold.open,
+    }
+    local turn, call = f['turn'] or '', f['call'] or ''
+    if new then
+      -- The first offer of its turn and of its tool call: the script checked both.
+      if turn ~= '' then
+        fields[#fields + 1] = 't:' .. turn
+        fields[#fields + 1] = id
+      end
+      if call ~= '' then
+        fields[#fields + 1] = 'c:' .. call
+        fields[#fields + 1] = id
+      end
+    end
+    redis.call('HSET', proj, unpack(fields))
+    if not new and turn ~= '' then
       redis.call('HSETNX', proj, 't:' .. turn, id)
     end
-    local call = f['call']
-    if call ~= nil and call ~= '' then
+    if not new and call ~= '' then
       redis.call('HSETNX', proj, 'c:' .. call, id)
     end
     return true
@@ -81,10 +104,12 @@ local function applyRecord(proj, entryId, f)
     local state = redis.call('HGET', proj, 's:' .. id)
     local outcome = f['outcome']
     if state == 'open' and (outcome == 'started' or outcome == 'drafted' or outcome == 'dismissed') then
-      redis.call('HSET', proj, 's:' .. id, outcome, 'a:' .. id, entryId)
-      redis.call('HINCRBY', proj, 'open', -1)
+      fold.open = fold.open - 1
       if outcome == 'started' then
-        redis.call('HSET', proj, 'k:' .. id, f['chat'] or '')
+        redis.call('HSET', proj, 's:' .. id, outcome, 'a:' .. id, entryId, 'open', fold.open,
+          'k:' .. id, f['chat'] or '')
+      else
+        redis.call('HSET', proj, 's:' .. id, outcome, 'a:' .. id, entryId, 'open', fold.open)
       end
       local call = f['call']
       if f['by'] == 'agent' and call ~= nil and call ~= '' then
@@ -92,9 +117,9 @@ local function applyRecord(proj, entryId, f)
       end
       return true
     elseif state == 'dismissed' and outcome == 'restored' then
-      redis.call('HSET', proj, 's:' .. id, 'open')
+      fold.open = fold.open + 1
+      redis.call('HSET', proj, 's:' .. id, 'open', 'open', fold.open)
       redis.call('HDEL', proj, 'a:' .. id)
-      redis.call('HINCRBY', proj, 'open', 1)
       return true
     end
     redis.call('HSET', proj, 'r:' .. entryId, '1')
@@ -116,6 +141,9 @@ end
 
 -- Deletes the fold, keeping the inbox fences (f:<ws>), which no record holds.
 local function resetProjection(proj)
+  if redis.call('EXISTS', proj) == 0 then
+    return
+  end
   local flat = redis.call('HGETALL', proj)
   redis.call('DEL', proj)
   for i = 1, #flat, 2 do
@@ -135,30 +163,42 @@ local function fenceEveryToken(proj)
   end
 end
 
--- Whether the projection agrees with itself: its field count, its counters and every
--- offer's fields. O(offers) (ten at most under today's limit).
+-- The projection's head when it agrees with itself (its field count, its counters and
+-- every offer's fields), else nil: { n, open, m (entries folded), seen (the last one's
+-- id) }. O(offers) (ten at most under today's limit).
 local function intact(proj)
-  local head = redis.call('HMGET', proj, 'v', 'h', 'm', 'seen', 'n', 'open')
-  if head[1] ~= PROJECTION_FORMAT or not (head[3] and head[4] and head[5] and head[6]) then
-    return false
+  -- The head and the first offers' ids in one read (HEAD_OFFERS of them: the lifetime
+  -- limit's default), the rest after it when a log holds more.
+  local head = redis.call('HMGET', proj, 'v', 'h', 'm', 'seen', 'n', 'open', unpack(HEAD_ORDER))
+  local n, open, m = tonumber(head[5]), tonumber(head[6]), tonumber(head[3])
+  if head[1] ~= PROJECTION_FORMAT or not (n and open and m and head[4]) then
+    return nil
   end
   if tonumber(head[2]) ~= redis.call('HLEN', proj) then
-    return false
+    return nil
   end
-  local n, open = tonumber(head[5]), 0
+  local fold = { n = n, open = open, m = m, seen = head[4] }
   if n == 0 then
-    return tonumber(head[6]) == 0
+    return open == 0 and fold or nil
   end
-  local order = {}
-  for i = 1, n do
-    order[i] = 'i:' .. i
+  local ids = {}
+  for i = 1, math.min(n, HEAD_OFFERS) do
+    ids[i] = head[6 + i]
   end
-  local ids = hmget(proj, order)
+  if n > HEAD_OFFERS then
+    local order = {}
+    for i = HEAD_OFFERS + 1, n do
+      order[#order + 1] = 'i:' .. i
+    end
+    for _, id in ipairs(hmget(proj, order)) do
+      ids[#ids + 1] = id
+    end
+  end
   local refs = {}
   for i = 1, n do
     local id = ids[i]
     if not id then
-      return false
+      return nil
     end
     refs[#refs + 1] = 's:' .. id
     refs[#refs + 1] = 'e:' .. id
@@ -166,77 +206,90 @@ local function intact(proj)
     refs[#refs + 1] = 'k:' .. id
   end
   local f = hmget(proj, refs)
+  local counted = 0
   for i = 0, n - 1 do
     local state, offer, settlement, chat = f[4 * i + 1], f[4 * i + 2], f[4 * i + 3], f[4 * i + 4]
     if not state or not offer or (state == 'open') ~= (settlement == false) then
-      return false
+      return nil
     end
     if (state == 'started') ~= (chat ~= false) then
-      return false
+      return nil
     end
     if state == 'open' then
-      open = open + 1
+      counted = counted + 1
     end
   end
-  return open == tonumber(head[6])
+  return counted == open and fold or nil
 end
 
--- Records how far the projection has folded, and its own field count, after a write.
-local function seal(proj, entryId, folded)
-  -- The counters exist even before the first offer (a log of other records only).
-  redis.call('HSETNX', proj, 'n', 0)
-  redis.call('HSETNX', proj, 'open', 0)
-  redis.call('HSET', proj, 'seen', entryId, 'v', PROJECTION_FORMAT, 'm', folded, 'h', 0)
+-- Records how far the projection has folded (`fold`, its counters included, which exist
+-- even before the first offer: a log of other records only) and its own field count.
+local function seal(proj, entryId, fold)
+  redis.call('HSET', proj, 'seen', entryId, 'v', PROJECTION_FORMAT, 'm', fold.m,
+    'n', fold.n, 'open', fold.open, 'h', 0)
   redis.call('HSET', proj, 'h', redis.call('HLEN', proj))
+  fold.seen = entryId
 end
 
 -- Folds the entries after `from` ('-': all) into the projection; answers how many.
-local function foldFrom(log, proj, from)
+local function foldFrom(log, proj, from, fold)
   local entries = redis.call('XRANGE', log, from, '+')
   for i = 1, #entries do
-    applyRecord(proj, entries[i][1], recordFields(entries[i][2]))
+    applyRecord(proj, entries[i][1], recordFields(entries[i][2]), fold)
   end
   return #entries
 end
 
+-- The log's tip: the id of its last entry (nil when it has none) and its length.
+local function logTip(log)
+  local last = redis.call('XREVRANGE', log, '+', '-', 'COUNT', 1)[1]
+  if not last then
+    return { length = 0 }
+  end
+  return { id = last[1], length = redis.call('XLEN', log) }
+end
+
 -- Brings the projection up to the end of the log, healing it first when it is not
 -- intact: O(offers) when it is current, else O(records not folded yet); a rebuild is
--- O(records).
-local function catchUp(log, proj)
-  local last = redis.call('XREVRANGE', log, '+', '-', 'COUNT', 1)
-  if #last == 0 then
+-- O(records). `tip` is the log's as `logTip` read it in this script, if it did. Answers
+-- the projection's head as `intact` reads it, with `empty` true for an empty log (whose
+-- projection holds no offer, no turn and no tool call).
+local function catchUp(log, proj, tip)
+  tip = tip or logTip(log)
+  if not tip.id then
     resetProjection(proj)
-    return
+    return { n = 0, open = 0, m = 0, empty = true }
   end
-  local lastId = last[1][1]
-  local seen, folded = false, 0
-  if intact(proj) then
-    local head = redis.call('HMGET', proj, 'seen', 'm')
-    seen, folded = head[1], tonumber(head[2])
-  else
+  local lastId, length = tip.id, tip.length
+  local fold = intact(proj)
+  if not fold then
     resetProjection(proj)
   end
-  if seen == lastId and folded == redis.call('XLEN', log) then
-    return
+  if fold and fold.seen == lastId and fold.m == length then
+    return fold
   end
-  if seen then
-    folded = folded + foldFrom(log, proj, '(' .. seen)
+  if fold then
+    fold.m = fold.m + foldFrom(log, proj, '(' .. fold.seen, fold)
   end
-  if folded ~= redis.call('XLEN', log) or not seen then
+  if not fold or fold.m ~= length then
     -- Never folded, or the log lost entries it had folded: again from the first record.
     resetProjection(proj)
     fenceEveryToken(proj)
-    folded = foldFrom(log, proj, '-')
+    fold = { n = 0, open = 0 }
+    fold.m = foldFrom(log, proj, '-', fold)
   end
-  seal(proj, lastId, folded)
+  seal(proj, lastId, fold)
+  return fold
 end
 
 -- Appends a record, folds it into the projection, tells watchers; answers its stream id.
--- The projection was caught up by the script before, so it has folded every entry.
-local function appendRecord(log, proj, changes, flat)
+-- `fold` is what `catchUp` answered, so the projection has folded every entry before
+-- this one; `new` as for `applyRecord`.
+local function appendRecord(log, proj, changes, flat, fold, new)
   local entryId = redis.call('XADD', log, '*', unpack(flat))
-  applyRecord(proj, entryId, recordFields(flat))
-  seal(proj, entryId, redis.call('XLEN', log))
+  applyRecord(proj, entryId, recordFields(flat), fold, new)
+  fold.m = fold.m + 1
+  seal(proj, entryId, fold)
   redis.call('PUBLISH', changes, entryId)
   return entryId
 end

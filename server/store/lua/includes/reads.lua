@@ -3,14 +3,14 @@
   one stream entry by its id, and what a log that only grew since a version holds new.
 ]]
 
--- `<id of the last stream entry>:<XLEN>` ('0-0:0' for an empty log): equal versions,
+-- `<id of the last stream entry>:<XLEN>` of the log's tip (projection.lua `logTip`;
+-- '0-0:0' for an empty log): equal versions,
 -- equal lists. Stream ids only grow and records never change, so the entries at or
 -- below the last id can only be deleted: the same last id and the same length mean the
 -- same records, whatever was appended or XDELed in between (only a DEL of the whole
 -- stream, rebuilt to the same length within the same millisecond, could repeat one).
-local function logVersion(log)
-  local last = redis.call('XREVRANGE', log, '+', '-', 'COUNT', 1)[1]
-  return (last and last[1] or '0-0') .. ':' .. redis.call('XLEN', log)
+local function logVersion(tip)
+  return (tip.id or '0-0') .. ':' .. tip.length
 end
 
 -- One stream entry { id, { field, value, ... } } by its id; {} when absent or gone.
@@ -19,6 +19,14 @@ local function entryAt(log, entryId)
     return {}
   end
   return redis.call('XRANGE', log, entryId, entryId)[1] or {}
+end
+
+-- One suggestion's answer, as readSuggestion-2.lua gives it, from a projection caught up
+-- in this script: { version, its offer record, the settlement it stands by } ({} for
+-- each that is absent).
+local function suggestionRecords(log, proj, id, version)
+  local refs = redis.call('HMGET', proj, 'e:' .. id, 'a:' .. id)
+  return { version, entryAt(log, refs[1]), entryAt(log, refs[2]) }
 end
 
 -- The ids of the offers named by the entries appended since version `have` (an offer
