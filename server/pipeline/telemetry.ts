@@ -81,8 +81,10 @@ export function createTelemetry(logger: Logger): Telemetry {
   });
 
   // The series of each (method, code) and each method, looked up once: prom-client
-  // hashes the labels of every inc and observe it is given by name.
-  const callSeries = new Map<string, { inc(): void }>();
+  // hashes the labels of every inc and observe it is given by name. Each (method, code)
+  // also has its child logger, whose two fields pino serializes once, at its creation,
+  // rather than on every line (the line is the same).
+  const callSeries = new Map<string, { readonly counter: { inc(): void }; readonly log: Logger }>();
   const latencySeries = new Map<string, { observe(seconds: number): void }>();
   const hook: CallHook = {
     before(call: Call) {
@@ -92,12 +94,13 @@ export function createTelemetry(logger: Logger): Telemetry {
       if (call.procedure === START) startsInFlight.dec();
       const code = codeName(error?.code);
       const key = `${call.procedure} ${code}`;
-      let counted = callSeries.get(key);
-      if (counted === undefined) {
-        counted = calls.labels({ method: call.procedure, code });
-        callSeries.set(key, counted);
+      let series = callSeries.get(key);
+      if (series === undefined) {
+        const labels = { method: call.procedure, code };
+        series = { counter: calls.labels(labels), log: logger.child(labels) };
+        callSeries.set(key, series);
       }
-      counted.inc();
+      series.counter.inc();
       let timed = latencySeries.get(call.procedure);
       if (timed === undefined) {
         timed = latency.labels({ method: call.procedure });
@@ -106,10 +109,8 @@ export function createTelemetry(logger: Logger): Telemetry {
       timed.observe(durationMs / 1000);
       const refusal = error instanceof ConnectError ? refusalOf(error) : undefined;
       if (refusal !== undefined) refusals.inc({ reason: RefusalReason[refusal] });
-      logger.info(
+      series.log.info(
         {
-          method: call.procedure,
-          code,
           durationMs: Math.round(durationMs * 1000) / 1000,
           sessionId: sessionIdOf(call.request),
           ...(refusal === undefined ? {} : { refusal: RefusalReason[refusal] }),
