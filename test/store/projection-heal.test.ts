@@ -122,6 +122,7 @@ test("counters that disagree with the fields they count are rebuilt", async () =
     { h: "5" },
     { seen: "0-1" },
     { v: "1" },
+    { m: "k1" },
   ];
   for (const fields of damage) {
     await redis.del(projection);
@@ -133,6 +134,20 @@ test("counters that disagree with the fields they count are rebuilt", async () =
   await redis.hset(projection, intact);
   await redis.hdel(projection, "i:2", "h");
   expect(await answers(sessionId)).toEqual(expected);
+});
+
+test("a counter the scripts would not write (2.5 offers) is folded again, not counted on", async () => {
+  const sessionId = uniqueId();
+  for (const turn of ["a", "b"]) await store.offer(sessionId, newOffer(turn), false);
+  const { projection } = sessionKeys(sessionId);
+  // Every other field agrees with it: i:1 and i:2, two open.
+  await redis.hset(projection, "n", "2.5");
+  expect((await store.offer(sessionId, newOffer("c"), false)).kind).toBe("recorded");
+  const written = await projectionFold(redis, sessionId);
+  expect(written["i:3"]).toBeDefined();
+  await redis.del(projection);
+  await new SuggestionStore(redis).lists(sessionId);
+  expect(await projectionFold(redis, sessionId)).toEqual(written);
 });
 
 test("a log that lost an entry is folded again, and the quotas follow the log", async () => {

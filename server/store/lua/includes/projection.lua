@@ -163,6 +163,15 @@ local function fenceEveryToken(proj)
   end
 end
 
+-- A counter's value as the scripts write it (a whole number, at least 0), else nil.
+local function count(value)
+  local number = tonumber(value)
+  if number and number >= 0 and number == math.floor(number) and tostring(number) == value then
+    return number
+  end
+  return nil
+end
+
 -- The projection's head when it agrees with itself (its field count, its counters and
 -- every offer's fields), else nil: { n, open, m (entries folded), seen (the last one's
 -- id) }. O(offers) (ten at most under today's limit).
@@ -170,7 +179,7 @@ local function intact(proj)
   -- The head and the first offers' ids in one read (HEAD_OFFERS of them: the lifetime
   -- limit's default), the rest after it when a log holds more.
   local head = redis.call('HMGET', proj, 'v', 'h', 'm', 'seen', 'n', 'open', unpack(HEAD_ORDER))
-  local n, open, m = tonumber(head[5]), tonumber(head[6]), tonumber(head[3])
+  local n, open, m = count(head[5]), count(head[6]), count(head[3])
   if head[1] ~= PROJECTION_FORMAT or not (n and open and m and head[4]) then
     return nil
   end
