@@ -105,12 +105,12 @@ local function applyRecord(proj, entryId, f, fold, new)
     local outcome = f['outcome']
     if state == 'open' and (outcome == 'started' or outcome == 'drafted' or outcome == 'dismissed') then
       fold.open = fold.open - 1
+      local fields = { 's:' .. id, outcome, 'a:' .. id, entryId, 'open', fold.open }
       if outcome == 'started' then
-        redis.call('HSET', proj, 's:' .. id, outcome, 'a:' .. id, entryId, 'open', fold.open,
-          'k:' .. id, f['chat'] or '')
-      else
-        redis.call('HSET', proj, 's:' .. id, outcome, 'a:' .. id, entryId, 'open', fold.open)
+        fields[#fields + 1] = 'k:' .. id
+        fields[#fields + 1] = f['chat'] or ''
       end
+      redis.call('HSET', proj, unpack(fields))
       local call = f['call']
       if f['by'] == 'agent' and call ~= nil and call ~= '' then
         redis.call('HSETNX', proj, 'w:' .. call, entryId)
