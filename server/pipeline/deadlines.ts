@@ -1,4 +1,5 @@
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import { callEndOf } from "../rpc/call-end.js";
 
 /** How long the service works on one unary call. */
 export interface WorkDeadlines {
@@ -69,6 +70,7 @@ export function withinBudget<T>(
 class BudgetContext implements HandlerContext {
   private controller: AbortController | undefined;
   private combined: AbortSignal | undefined;
+  private endListeners: Set<(reason: unknown) => void> | undefined;
   private expired = false;
   constructor(
     private readonly inner: HandlerContext,
@@ -79,7 +81,25 @@ class BudgetContext implements HandlerContext {
     const error = pastBudget();
     this.expired = true;
     this.controller?.abort(error);
+    for (const listener of this.endListeners ?? []) listener(error);
     return error;
+  }
+  /**
+   * The call's end without a signal (server/rpc/call-end.ts): the budget's, or the
+   * caller's context's.
+   */
+  onEnd(listener: (reason: unknown) => void): () => void {
+    if (this.expired) {
+      listener(pastBudget());
+      return () => {};
+    }
+    this.endListeners ??= new Set();
+    this.endListeners.add(listener);
+    const dropInner = callEndOf(this.inner).onEnd(listener);
+    return () => {
+      this.endListeners?.delete(listener);
+      dropInner();
+    };
   }
   get signal(): AbortSignal {
     if (this.combined === undefined) {

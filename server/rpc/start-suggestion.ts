@@ -24,6 +24,7 @@ import type { HeldStartLock } from "../store/held-start-lock.js";
 import { newLockToken, type StartLocks } from "../store/start-locks.js";
 import { beginStart, type StartSettled, settleStart } from "../store/start-steps.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
+import type { CallEnd } from "./call-end.js";
 import { dependencyError, foundSuggestion, storeCall, suggestionError } from "./errors.js";
 import { Flights } from "./start-flights.js";
 import { briefRequest, createdChat, postBrief } from "./start-host-calls.js";
@@ -62,7 +63,7 @@ export interface StartSuggestionDeps {
 export function startSuggestion(
   deps: StartSuggestionDeps,
   request: StartSuggestionRequest,
-  signal?: AbortSignal | (() => AbortSignal),
+  end?: () => CallEnd,
 ): Promise<StartSuggestionResponse> {
   const sessionId = requireId("session_id", request.sessionId);
   const suggestionId = requireId("suggestion_id", request.suggestionId);
@@ -73,7 +74,7 @@ export function startSuggestion(
     instanceFlights.set(deps.startLocks, flights);
   }
   const key = `${sessionId}\n${suggestionId}`;
-  return flights.join(key, () => startOnce(deps, sessionId, suggestionId), signal);
+  return flights.join(key, () => startOnce(deps, sessionId, suggestionId), end);
 }
 
 /** The flights of each instance, found by its start locks (one per instance). */

@@ -5,6 +5,7 @@ import type { EmbeddedChatHost } from "../host/embedded-host.js";
 import type { StartLocks } from "../store/start-locks.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import type { WatchHub } from "../store/watch-hub.js";
+import { callEndOf } from "./call-end.js";
 import { listSettlements } from "./list-settlements.js";
 import { getSuggestion, listSuggestions } from "./list-suggestions.js";
 import { dismissSuggestion, draftSuggestion, restoreSuggestion } from "./settle-suggestion.js";
@@ -44,8 +45,8 @@ export function createSuggestionService(
     suggestTask: (request) => suggestTask(deps, request),
     listSuggestions: (request) => listSuggestions(deps, request),
     getSuggestion: (request) => getSuggestion(deps, request),
-    // The signal is made only for a Start that waits on another's flight (start-flights.ts).
-    startSuggestion: (request, context) => startSuggestion(deps, request, () => context.signal),
+    // The call's end is read only by a Start that waits on another's flight (start-flights.ts).
+    startSuggestion: (request, context) => startSuggestion(deps, request, () => callEndOf(context)),
     draftSuggestion: (request) => draftSuggestion(deps, request),
     dismissSuggestion: (request) => dismissSuggestion(deps, request),
     restoreSuggestion: (request) => restoreSuggestion(deps, request),

@@ -75,7 +75,7 @@ export class LazyContext implements HandlerContext {
     const shutdown = this.#shutdown;
     const onShutdown = () => c.abort(shutdown.reason);
     const onClose = () => {
-      c.abort(new ConnectError("the client left", Code.Canceled));
+      c.abort(clientLeft());
       this.ended();
     };
     this.#onShutdown = onShutdown;
@@ -83,14 +83,39 @@ export class LazyContext implements HandlerContext {
     if (shutdown.aborted) c.abort(shutdown.reason);
     else shutdown.addEventListener("abort", onShutdown);
     if (this.#deadline !== undefined) {
-      this.#timer = setTimeout(
-        () => c.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
-        Math.max(0, this.#deadline - Date.now()),
-      );
+      this.#timer = setTimeout(() => c.abort(timedOut()), Math.max(0, this.#deadline - Date.now()));
     }
     if (this.#stream.closed) onClose();
     else this.#stream.once("close", onClose);
     return c.signal;
+  }
+
+  /**
+   * The call's end without a signal (server/rpc/call-end.ts): `listener` is told the
+   * reason the signal would abort with, when the client's stream closes, at the
+   * deadline or at the shutdown, at once if one is past; the answer drops it. A plain
+   * listener on the stream, one on the shutdown and a timer: no AbortController.
+   */
+  onEnd(listener: (reason: unknown) => void): () => void {
+    const shutdown = this.#shutdown;
+    const stream = this.#stream;
+    const left = this.#deadline === undefined ? undefined : this.#deadline - Date.now();
+    if (shutdown.aborted) listener(shutdown.reason);
+    else if (stream.closed) listener(clientLeft());
+    else if (left !== undefined && left <= 0) listener(timedOut());
+    else {
+      const onClose = () => listener(clientLeft());
+      const onShutdown = () => listener(shutdown.reason);
+      const timer = left === undefined ? undefined : setTimeout(() => listener(timedOut()), left);
+      stream.once("close", onClose);
+      shutdown.addEventListener("abort", onShutdown);
+      return () => {
+        stream.off("close", onClose);
+        shutdown.removeEventListener("abort", onShutdown);
+        clearTimeout(timer);
+      };
+    }
+    return () => {};
   }
 
   get requestHeader(): Headers {
@@ -123,4 +148,14 @@ export class LazyContext implements HandlerContext {
     this.#stream.off("close", this.#onClose);
     clearTimeout(this.#timer);
   }
+}
+
+/** Why a call ends when its client's stream closes first. */
+function clientLeft(): ConnectError {
+  return new ConnectError("the client left", Code.Canceled);
+}
+
+/** Why a call ends at its caller's deadline (DEADLINE_EXCEEDED, as connect's own contexts). */
+function timedOut(): ConnectError {
+  return new ConnectError("the operation timed out", Code.DeadlineExceeded);
 }

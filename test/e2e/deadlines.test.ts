@@ -1,9 +1,11 @@
 import { execFile, spawn } from "node:child_process";
 import http2 from "node:http2";
 import { promisify } from "node:util";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import type * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { StartSuggestionRequestSchema } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { createSuggestionClient } from "../../sdk/src/node.js";
 import type { SuggestServer } from "../../server/server.js";
 import { grpcJsClients, grpcJsStream, grpcJsUnary, loadHealth } from "../support/grpc-js.js";
@@ -260,6 +262,91 @@ describe("the service's own work is bounded by MAX_DEADLINE_MS", () => {
         expect(Code[err.code]).toBe(Code[Code.DeadlineExceeded]);
         // Generous: about the cap, far from the caller's five minutes.
         expect(Date.now() - began).toBeLessThan(5_000);
+      } finally {
+        stalled.open();
+        await server.close();
+        await testHost.close();
+      }
+    },
+  );
+});
+
+/**
+ * A gRPC unary call on raw HTTP/2 with `grpc-timeout` as its deadline: the client does
+ * not end it itself, so the status is the server's. Answers grpc-status and the time.
+ */
+async function rawUnary(url: string, path: string, body: Uint8Array, timeout: string) {
+  const session = http2.connect(url);
+  const began = Date.now();
+  try {
+    const status = await new Promise<string>((resolve, reject) => {
+      const stream = session.request({
+        ":method": "POST",
+        ":path": path,
+        "content-type": "application/grpc",
+        "grpc-timeout": timeout,
+        te: "trailers",
+      });
+      stream.on("response", (h) => {
+        if (h["grpc-status"] !== undefined) resolve(String(h["grpc-status"]));
+      });
+      stream.on("trailers", (t) => resolve(String(t["grpc-status"])));
+      stream.on("error", reject);
+      stream.resume();
+      const prefix = Buffer.alloc(5);
+      prefix.writeUInt32BE(body.length, 1);
+      stream.end(Buffer.concat([prefix, body]));
+    });
+    return { status: Number(status), ms: Date.now() - began };
+  } finally {
+    session.destroy();
+  }
+}
+
+describe("a Start waiting on another's flight", () => {
+  test.each([
+    ["the gRPC fast path", true],
+    ["connect-node only", false],
+  ])(
+    "through %s: ends at its own deadline while the holder's host stalls; the holder's chat is the suggestion's",
+    async (_, grpcFastPath) => {
+      const testHost = await startTestHost();
+      const server = await startTestServer(undefined, {
+        grpcFastPath,
+        chatHostUrl: testHost.url,
+        chatHostTimeoutMs: 30_000,
+      });
+      const stalled = gate();
+      let created = 0;
+      testHost.hooks.beforeCreateChat = () => {
+        created++;
+        return stalled.promise;
+      };
+      try {
+        const clients = grpcClients(server.url);
+        const sessionId = uniqueId();
+        await putSession(grpcClients(testHost.url), { sessionId });
+        const offered = await offer(clients, { sessionId, turnId: "t0" });
+        const request = { sessionId, suggestionId: offered.suggestion?.id ?? "" };
+        const holder = clients.suggestions.startSuggestion(request, { timeoutMs: 30_000 });
+        while (created === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+        const body = toBinary(
+          StartSuggestionRequestSchema,
+          create(StartSuggestionRequestSchema, request),
+        );
+        const waiter = await rawUnary(
+          server.url,
+          "/oda.suggest.v1.SuggestionService/StartSuggestion",
+          body,
+          "300m",
+        );
+        expect(Code[waiter.status]).toBe(Code[Code.DeadlineExceeded]);
+        expect(waiter.ms).toBeLessThan(5_000);
+        stalled.open();
+        const started = await holder;
+        expect(created).toBe(1);
+        const again = await clients.suggestions.startSuggestion(request);
+        expect(again.chatId).toBe(started.chatId);
       } finally {
         stalled.open();
         await server.close();

@@ -48,3 +48,42 @@ test("work past the budget ends with DEADLINE_EXCEEDED and its signal aborts", a
   expect(seen?.aborted).toBe(true);
   expect(seen?.reason).toMatchObject({ code: Code.DeadlineExceeded });
 });
+
+test("the budget's context tells its end without a signal: the budget's, or the caller's", async () => {
+  type Ends = { onEnd(listener: (reason: unknown) => void): () => void };
+  const reasons: unknown[] = [];
+  let ends: Ends | undefined;
+  const call = withinBudget(callerContext(), budget, (context) => {
+    ends = context as unknown as Ends;
+    ends.onEnd((reason) => reasons.push(reason));
+    return new Promise<string>(() => {});
+  });
+  await expect(call).rejects.toMatchObject({ code: Code.DeadlineExceeded });
+  expect(reasons).toHaveLength(1);
+  expect(reasons[0]).toMatchObject({
+    code: Code.DeadlineExceeded,
+    rawMessage: "the call ran past its deadline",
+  });
+  // Past the budget, a listener is told at once.
+  const late: unknown[] = [];
+  ends?.onEnd((reason) => late.push(reason));
+  expect(late).toMatchObject([{ code: Code.DeadlineExceeded }]);
+
+  // The caller's own end (a context of connect-node's: its signal) reaches the listener too.
+  const caller = new AbortController();
+  const inner = { signal: caller.signal, timeoutMs: () => undefined } as unknown as HandlerContext;
+  const told: unknown[] = [];
+  const dropped: unknown[] = [];
+  const before = timers();
+  const leaving = withinBudget(inner, budget, (context) => {
+    const own = context as unknown as Ends;
+    own.onEnd((reason) => dropped.push(reason))();
+    own.onEnd((reason) => told.push(reason));
+    caller.abort(new ConnectError("the client left", Code.Canceled));
+    return Promise.resolve("answered");
+  });
+  await expect(leaving).resolves.toBe("answered");
+  expect(told).toMatchObject([{ code: Code.Canceled, rawMessage: "the client left" }]);
+  expect(dropped).toEqual([]);
+  expect(timers()).toBe(before);
+});

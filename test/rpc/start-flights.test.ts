@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { expect, test } from "vitest";
+import { signalEnd } from "../../server/rpc/call-end.js";
 import { Flights } from "../../server/rpc/start-flights.js";
 
 /** A promise and its resolver. */
@@ -37,12 +38,12 @@ test("overlapping calls of one key run once and share the answer; later ones run
 test("a joining caller that leaves stops waiting alone; the flight answers the others", async () => {
   const flights = new Flights<string>();
   const gate = deferred<string>();
-  // Signals are made only for callers that join a flight in the air: the one that starts
-  // it awaits its own work, which its call's deadline bounds.
+  // A call's end is read only by callers that join a flight in the air: the one that
+  // starts it awaits its own work, which its call's deadline bounds.
   let made = 0;
   const signalOf = (controller: AbortController) => () => {
     made++;
-    return controller.signal;
+    return signalEnd(controller.signal);
   };
   const first = flights.join("k", () => gate.promise, signalOf(new AbortController()));
   const leaving = new AbortController();
@@ -50,9 +51,9 @@ test("a joining caller that leaves stops waiting alone; the flight answers the o
   const staying = flights.join(
     "k",
     () => Promise.resolve("never run"),
-    new AbortController().signal,
+    signalOf(new AbortController()),
   );
-  expect(made).toBe(1);
+  expect(made).toBe(2);
   leaving.abort();
   const err = await left.catch((e: unknown) => e);
   expect(err).toBeInstanceOf(ConnectError);

@@ -7,6 +7,7 @@ import {
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { EmbeddedChatHost } from "../../server/host/embedded-host.js";
 import { subscriberConnection } from "../../server/redis/redis-client.js";
+import { signalEnd } from "../../server/rpc/call-end.js";
 import { startSuggestion } from "../../server/rpc/start-suggestion.js";
 import { PubSub } from "../../server/store/pubsub.js";
 import { StartLocks } from "../../server/store/start-locks.js";
@@ -43,7 +44,7 @@ test("the Starts of one flight get one frozen answer, encoded once; a later Star
   const request = create(StartSuggestionRequestSchema, { sessionId, suggestionId });
   const answers = await Promise.all(
     Array.from({ length: 5 }, () =>
-      startSuggestion(deps, request, () => new AbortController().signal),
+      startSuggestion(deps, request, () => signalEnd(new AbortController().signal)),
     ),
   );
   const [first] = answers;

@@ -107,3 +107,66 @@ test("a context whose signal was never read makes none, and `ended` is harmless"
   leave();
   await closed;
 });
+
+/** `onEnd`'s listener, and the reasons it was told. */
+function endListener() {
+  const reasons: ConnectError[] = [];
+  return { reasons, listener: (reason: unknown) => reasons.push(reason as ConnectError) };
+}
+
+test("onEnd tells the client leaving (CANCELED) and the deadline, and makes no signal", async () => {
+  const shutdown = new AbortController();
+  const leaving = await streamPair();
+  const context = new LazyContext(
+    leaving.stream,
+    {},
+    route,
+    { shutdownSignal: shutdown.signal },
+    60_000,
+  );
+  const left = endListener();
+  context.onEnd(left.listener);
+  expect(getEventListeners(shutdown.signal, "abort")).toHaveLength(1);
+  leaving.leave();
+  await leaving.closed;
+  expect(left.reasons.map((r) => [r.code, r.rawMessage])).toEqual([
+    [Code.Canceled, "the client left"],
+  ]);
+
+  const staying = await streamPair();
+  const timed = new LazyContext(staying.stream, {}, route, { shutdownSignal: shutdown.signal }, 20);
+  const late = endListener();
+  timed.onEnd(late.listener);
+  await sleep(60);
+  expect(late.reasons.map((r) => [r.code, r.rawMessage])).toEqual([
+    [Code.DeadlineExceeded, "the operation timed out"],
+  ]);
+  // A call past its deadline is told at once.
+  const after = endListener();
+  timed.onEnd(after.listener);
+  expect(after.reasons.map((r) => r.code)).toEqual([Code.DeadlineExceeded]);
+  staying.leave();
+  await staying.closed;
+});
+
+test("onEnd tells the shutdown's reason; what it answers drops every listener and the timer", async () => {
+  const shutdown = new AbortController();
+  const { stream, leave, closed } = await streamPair();
+  const context = new LazyContext(stream, {}, route, { shutdownSignal: shutdown.signal }, 30);
+  const dropped = endListener();
+  const drop = context.onEnd(dropped.listener);
+  const told = endListener();
+  context.onEnd(told.listener);
+  drop();
+  expect(getEventListeners(shutdown.signal, "abort")).toHaveLength(1);
+  expect(stream.listenerCount("close")).toBeGreaterThan(0);
+  const reason = new ConnectError("the server is shutting down", Code.Unavailable);
+  shutdown.abort(reason);
+  expect(told.reasons).toEqual([reason]);
+  await sleep(60);
+  leave();
+  await closed;
+  // The dropped listener heard nothing: not the shutdown, the deadline or the stream.
+  expect(dropped.reasons).toEqual([]);
+  expect(shutdown.signal.aborted).toBe(true);
+});

@@ -1,0 +1,66 @@
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+
+/**
+ * A call's end as a call that waits on work it does not own (a Start joining another's
+ * flight) needs it: a listener told once why the call must stop (the client left, the
+ * deadline or the service's budget passed, the server shuts down). The service's own
+ * contexts (the fast path's, server/transport/lazy-handler-context.ts, and the budget's,
+ * server/pipeline/deadlines.ts) answer it with plain listeners and a timer, with no
+ * AbortSignal: two signals linked, as a waiting Start made them, cost it about 24 µs
+ * here, most of what it spends beside the flight it joins (docs/performance.md, "Stop
+ * 33"). Any other context (connect-node's own) answers it through its signal.
+ */
+export interface CallEnd {
+  /** Calls `listener` when the call ends, at once if it has; answers what drops it. */
+  onEnd(listener: (reason: unknown) => void): () => void;
+}
+
+/** The context's own `onEnd` when it has one, else one read from its signal. */
+export function callEndOf(context: HandlerContext): CallEnd {
+  return hasCallEnd(context) ? context : signalEnd(context.signal);
+}
+
+function hasCallEnd(context: object): context is CallEnd {
+  return typeof (context as Partial<CallEnd>).onEnd === "function";
+}
+
+/** A call's end read from an AbortSignal: its abort, with the signal's reason. */
+export function signalEnd(signal: AbortSignal): CallEnd {
+  return {
+    onEnd(listener) {
+      if (signal.aborted) {
+        listener(signal.reason);
+        return () => {};
+      }
+      const abort = () => listener(signal.reason);
+      signal.addEventListener("abort", abort, { once: true });
+      return () => signal.removeEventListener("abort", abort);
+    },
+  };
+}
+
+/**
+ * The promise, or the call's end, whichever is first: the end's reason when it is a
+ * ConnectError, else CANCELED. The listener is dropped as soon as either settles.
+ */
+export function untilEnd<T>(promise: Promise<T>, end: CallEnd): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const drop = end.onEnd((reason) =>
+      reject(
+        reason instanceof ConnectError
+          ? reason
+          : new ConnectError("the call was canceled", Code.Canceled),
+      ),
+    );
+    promise.then(
+      (value) => {
+        drop();
+        resolve(value);
+      },
+      (err: unknown) => {
+        drop();
+        reject(err);
+      },
+    );
+  });
+}
