@@ -230,44 +230,59 @@ describe.each([
   });
 });
 
+/** An offer of a session on a remote host that holds every CreateChat until `stalled.open()`. */
+async function withStalledHost(
+  settings: { grpcFastPath: boolean; maxTimeoutMs?: number },
+  run: (setup: {
+    readonly url: string;
+    readonly clients: Clients;
+    readonly request: { sessionId: string; suggestionId: string };
+    readonly stalled: { open: () => void };
+    readonly created: () => number;
+  }) => Promise<void>,
+): Promise<void> {
+  const testHost = await startTestHost();
+  const server = await startTestServer(undefined, {
+    ...settings,
+    chatHostUrl: testHost.url,
+    chatHostTimeoutMs: 30_000,
+  });
+  const stalled = gate();
+  let created = 0;
+  testHost.hooks.beforeCreateChat = () => {
+    created++;
+    return stalled.promise;
+  };
+  try {
+    const clients = grpcClients(server.url);
+    const sessionId = uniqueId();
+    await putSession(grpcClients(testHost.url), { sessionId });
+    const offered = await offer(clients, { sessionId, turnId: "t0" });
+    const request = { sessionId, suggestionId: offered.suggestion?.id ?? "" };
+    await run({ url: server.url, clients, request, stalled, created: () => created });
+  } finally {
+    stalled.open();
+    await server.close();
+    await testHost.close();
+  }
+}
+
 describe("the service's own work is bounded by MAX_DEADLINE_MS", () => {
   test.each([
     ["the gRPC fast path", true],
     ["connect-node only", false],
   ])(
     "through %s: a Start whose host stalls ends DEADLINE_EXCEEDED at the cap, not at the caller's 5 minutes",
-    async (_, grpcFastPath) => {
-      const testHost = await startTestHost();
-      const server = await startTestServer(undefined, {
-        grpcFastPath,
-        chatHostUrl: testHost.url,
-        chatHostTimeoutMs: 30_000,
-        maxTimeoutMs: 500,
-      });
-      const stalled = gate();
-      testHost.hooks.beforeCreateChat = () => stalled.promise;
-      try {
-        const hostClients = grpcClients(testHost.url);
-        const clients = grpcClients(server.url);
-        const sessionId = uniqueId();
-        await putSession(hostClients, { sessionId });
-        const offered = await offer(clients, { sessionId, turnId: "t0" });
+    (_, grpcFastPath) =>
+      withStalledHost({ grpcFastPath, maxTimeoutMs: 500 }, async ({ clients, request }) => {
         const began = Date.now();
         const err = await connectErrorOf(
-          clients.suggestions.startSuggestion(
-            { sessionId, suggestionId: offered.suggestion?.id ?? "" },
-            { timeoutMs: FIVE_MINUTES },
-          ),
+          clients.suggestions.startSuggestion(request, { timeoutMs: FIVE_MINUTES }),
         );
         expect(Code[err.code]).toBe(Code[Code.DeadlineExceeded]);
         // Generous: about the cap, far from the caller's five minutes.
         expect(Date.now() - began).toBeLessThan(5_000);
-      } finally {
-        stalled.open();
-        await server.close();
-        await testHost.close();
-      }
-    },
+      }),
   );
 });
 
@@ -309,33 +324,16 @@ describe("a Start waiting on another's flight", () => {
     ["connect-node only", false],
   ])(
     "through %s: ends at its own deadline while the holder's host stalls; the holder's chat is the suggestion's",
-    async (_, grpcFastPath) => {
-      const testHost = await startTestHost();
-      const server = await startTestServer(undefined, {
-        grpcFastPath,
-        chatHostUrl: testHost.url,
-        chatHostTimeoutMs: 30_000,
-      });
-      const stalled = gate();
-      let created = 0;
-      testHost.hooks.beforeCreateChat = () => {
-        created++;
-        return stalled.promise;
-      };
-      try {
-        const clients = grpcClients(server.url);
-        const sessionId = uniqueId();
-        await putSession(grpcClients(testHost.url), { sessionId });
-        const offered = await offer(clients, { sessionId, turnId: "t0" });
-        const request = { sessionId, suggestionId: offered.suggestion?.id ?? "" };
+    (_, grpcFastPath) =>
+      withStalledHost({ grpcFastPath }, async ({ url, clients, request, stalled, created }) => {
         const holder = clients.suggestions.startSuggestion(request, { timeoutMs: 30_000 });
-        while (created === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+        while (created() === 0) await new Promise((resolve) => setTimeout(resolve, 10));
         const body = toBinary(
           StartSuggestionRequestSchema,
           create(StartSuggestionRequestSchema, request),
         );
         const waiter = await rawUnary(
-          server.url,
+          url,
           "/oda.suggest.v1.SuggestionService/StartSuggestion",
           body,
           "300m",
@@ -344,14 +342,9 @@ describe("a Start waiting on another's flight", () => {
         expect(waiter.ms).toBeLessThan(5_000);
         stalled.open();
         const started = await holder;
-        expect(created).toBe(1);
+        expect(created()).toBe(1);
         const again = await clients.suggestions.startSuggestion(request);
         expect(again.chatId).toBe(started.chatId);
-      } finally {
-        stalled.open();
-        await server.close();
-        await testHost.close();
-      }
-    },
+      }),
   );
 });
