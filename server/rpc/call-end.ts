@@ -41,24 +41,35 @@ export function signalEnd(signal: AbortSignal): CallEnd {
 
 /**
  * The promise, or the call's end, whichever is first: the end's reason when it is a
- * ConnectError, else CANCELED. The listener is dropped as soon as either settles.
+ * ConnectError, else CANCELED. The listener is dropped as soon as either comes, so a
+ * caller that has left holds nothing of its call while the promise goes on.
  */
 export function untilEnd<T>(promise: Promise<T>, end: CallEnd): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const drop = end.onEnd((reason) =>
+    let settled = false;
+    let drop: (() => void) | undefined;
+    const settle = () => {
+      if (settled) return;
+      settled = true;
+      drop?.();
+    };
+    drop = end.onEnd((reason) => {
+      settle();
       reject(
         reason instanceof ConnectError
           ? reason
           : new ConnectError("the call was canceled", Code.Canceled),
-      ),
-    );
+      );
+    });
+    // An end that had come already was told before `drop` was known.
+    if (settled) drop();
     promise.then(
       (value) => {
-        drop();
+        settle();
         resolve(value);
       },
       (err: unknown) => {
-        drop();
+        settle();
         reject(err);
       },
     );

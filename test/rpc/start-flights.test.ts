@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { expect, test } from "vitest";
-import { signalEnd } from "../../server/rpc/call-end.js";
+import { type CallEnd, signalEnd } from "../../server/rpc/call-end.js";
 import { Flights } from "../../server/rpc/start-flights.js";
 
 /** A promise and its resolver. */
@@ -69,4 +69,50 @@ test("a failure is every joined caller's, and the key is free again", async () =
   const both = [flights.join("k", failing), flights.join("k", failing)];
   for (const call of both) await expect(call).rejects.toThrow("host down");
   expect(flights.size).toBe(0);
+});
+
+test("a caller's end is dropped as soon as it comes or the flight lands, whichever is first", async () => {
+  const flights = new Flights<string>();
+  const gate = deferred<string>();
+  let listening = 0;
+  const tell: ((reason: unknown) => void)[] = [];
+  const end = (): CallEnd => ({
+    onEnd(listener) {
+      listening++;
+      tell.push(listener);
+      return () => {
+        listening--;
+      };
+    },
+  });
+  const ended = {
+    onEnd: (listener: (reason: unknown) => void) => {
+      // An end that came before the caller joined: told at once.
+      listener(new ConnectError("the client left", Code.Canceled));
+      listening++;
+      return () => {
+        listening--;
+      };
+    },
+  };
+  const first = flights.join("k", () => gate.promise);
+  const leaving = flights.join("k", () => Promise.resolve("never run"), end);
+  const staying = flights.join("k", () => Promise.resolve("never run"), end);
+  const gone = flights.join(
+    "k",
+    () => Promise.resolve("never run"),
+    () => ended,
+  );
+  await expect(gone).rejects.toMatchObject({ code: Code.Canceled });
+  expect(listening).toBe(2);
+  tell[0]?.("not a ConnectError");
+  await expect(leaving).rejects.toMatchObject({
+    code: Code.Canceled,
+    rawMessage: "the call was canceled",
+  });
+  expect(listening).toBe(1);
+  gate.resolve("chat-1");
+  expect(await first).toBe("chat-1");
+  expect(await staying).toBe("chat-1");
+  expect(listening).toBe(0);
 });
