@@ -123,6 +123,7 @@ test("counters that disagree with the fields they count are rebuilt", async () =
     { seen: "0-1" },
     { v: "1" },
     { m: "k1" },
+    { l: "{another}:log" },
   ];
   for (const fields of damage) {
     await redis.del(projection);
@@ -161,4 +162,42 @@ test("a log that lost an entry is folded again, and the quotas follow the log", 
   expect((await fromLog(sessionId)).open).toHaveLength(2);
   expect((await store.lists(sessionId)).open).toEqual((await fromLog(sessionId)).open);
   expect((await store.offer(sessionId, newOffer("d"), true)).kind).toBe("quota-ok");
+});
+
+test("a projection copied from another chat, whose log ends at the same id, is folded again", async () => {
+  const [from, onto] = [uniqueId(), uniqueId()];
+  const copied = newOffer("t", "call-copied");
+  expect((await store.offer(from, copied, false)).kind).toBe("recorded");
+  const [entry] = await store.readLog(from);
+  if (entry === undefined) throw new Error("no record");
+  // The other chat's log: one offer of another tool call, under the same stream id.
+  const own = newOffer("t", "call-own");
+  const [[, fields] = ["", []]] = await redis.xrange(sessionKeys(from).log, "-", "+");
+  const record = Object.fromEntries(
+    fields.reduce<[string, string][]>((pairs, value, i, all) => {
+      if (i % 2 === 0) pairs.push([value, all[i + 1] as string]);
+      return pairs;
+    }, []),
+  );
+  const ownRecord = { ...record, id: own.id, call: own.toolCallId, title: own.title };
+  await redis.xadd(sessionKeys(onto).log, entry.entryId, ...Object.entries(ownRecord).flat());
+  // Its projection, copied by hand from the first chat's key: it agrees with itself, and
+  // with the log's tip (the same id, after as many entries).
+  await redis.hset(sessionKeys(onto).projection, await redis.hgetall(sessionKeys(from).projection));
+
+  const truth = await fromLog(onto);
+  expect(truth.open.map((s) => s.id)).toEqual([own.id]);
+  expect((await new SuggestionStore(redis).lists(onto)).open).toEqual(truth.open);
+  // The copied chat's tool call is no duplicate here; this chat's own is.
+  const again = await store.offer(onto, { ...copied, id: uniqueId("o"), turnId: "t2" }, true);
+  expect(again.kind).toBe("quota-ok");
+  const retried = await store.offer(onto, { ...own, id: uniqueId("o") }, false);
+  expect(retried.kind).toBe("duplicate");
+  if (retried.kind !== "duplicate") throw new Error("not a duplicate");
+  expect(retried.suggestion.id).toBe(own.id);
+  expect(await projectionFold(redis, onto)).toMatchObject({
+    l: sessionKeys(onto).log,
+    [`c:${own.toolCallId}`]: own.id,
+  });
+  expect((await projectionFold(redis, onto))[`c:${copied.toolCallId}`]).toBeUndefined();
 });

@@ -7,11 +7,15 @@
 
   It heals: every script checks it against itself and the log before use (`intact`),
   and rebuilds it from the log in the same script when a field is missing, a counter
-  disagrees with the fields it counts, or the log lost entries it had folded (XDEL).
+  disagrees with the fields it counts, it was folded from another log (copied onto this
+  chat's key), or the log lost entries it had folded (XDEL).
   Pinned by test/store/projection-heal.test.ts, which deletes each field in turn.
 
   Fields:
     v             format of these fields (PROJECTION_FORMAT); another one is rebuilt
+    l             the key of the log it folds: a projection copied from another chat's
+                  key names that chat's log, and is rebuilt, even when the two logs end
+                  at the same entry id after as many entries
     h             the hash's own field count (HLEN) after the last write: a deleted
                   field of any kind shows as a difference
     m             stream entries folded: XLEN must equal it once caught up, or the log
@@ -44,7 +48,7 @@
 
 -- Bumped whenever the fields above change meaning, so that a projection written by an
 -- older version is folded again from the stream rather than read wrongly.
-local PROJECTION_FORMAT = '5'
+local PROJECTION_FORMAT = '6'
 
 -- How many offers' ids `intact` reads with the head (i:1 to i:10).
 local HEAD_OFFERS = 10
@@ -173,14 +177,14 @@ local function count(value)
 end
 
 -- The projection's head when it agrees with itself (its field count, its counters and
--- every offer's fields), else nil: { n, open, m (entries folded), seen (the last one's
--- id) }. O(offers) (ten at most under today's limit).
-local function intact(proj)
+-- every offer's fields) and was folded from `log`, else nil: { n, open, m (entries
+-- folded), seen (the last one's id) }. O(offers) (ten at most under today's limit).
+local function intact(log, proj)
   -- The head and the first offers' ids in one read (HEAD_OFFERS of them: the lifetime
   -- limit's default), the rest after it when a log holds more.
-  local head = redis.call('HMGET', proj, 'v', 'h', 'm', 'seen', 'n', 'open', unpack(HEAD_ORDER))
+  local head = redis.call('HMGET', proj, 'v', 'h', 'm', 'seen', 'n', 'open', 'l', unpack(HEAD_ORDER))
   local n, open, m = count(head[5]), count(head[6]), count(head[3])
-  if head[1] ~= PROJECTION_FORMAT or not (n and open and m and head[4]) then
+  if head[1] ~= PROJECTION_FORMAT or head[7] ~= log or not (n and open and m and head[4]) then
     return nil
   end
   if tonumber(head[2]) ~= redis.call('HLEN', proj) then
@@ -192,7 +196,7 @@ local function intact(proj)
   end
   local ids = {}
   for i = 1, math.min(n, HEAD_OFFERS) do
-    ids[i] = head[6 + i]
+    ids[i] = head[7 + i]
   end
   if n > HEAD_OFFERS then
     local order = {}
@@ -231,10 +235,10 @@ local function intact(proj)
   return counted == open and fold or nil
 end
 
--- Records how far the projection has folded (`fold`, its counters included, which exist
--- even before the first offer: a log of other records only) and its own field count.
-local function seal(proj, entryId, fold)
-  redis.call('HSET', proj, 'seen', entryId, 'v', PROJECTION_FORMAT, 'm', fold.m,
+-- Records how far the projection has folded `log` (`fold`, its counters included, which
+-- exist even before the first offer: a log of other records only) and its own field count.
+local function seal(log, proj, entryId, fold)
+  redis.call('HSET', proj, 'seen', entryId, 'v', PROJECTION_FORMAT, 'l', log, 'm', fold.m,
     'n', fold.n, 'open', fold.open, 'h', 0)
   redis.call('HSET', proj, 'h', redis.call('HLEN', proj))
   fold.seen = entryId
@@ -270,7 +274,7 @@ local function catchUp(log, proj, tip)
     return { n = 0, open = 0, m = 0, empty = true }
   end
   local lastId, length = tip.id, tip.length
-  local fold = intact(proj)
+  local fold = intact(log, proj)
   if not fold then
     resetProjection(proj)
   end
@@ -287,7 +291,7 @@ local function catchUp(log, proj, tip)
     fold = { n = 0, open = 0 }
     fold.m = foldFrom(log, proj, '-', fold)
   end
-  seal(proj, lastId, fold)
+  seal(log, proj, lastId, fold)
   return fold
 end
 
@@ -298,7 +302,7 @@ local function appendRecord(log, proj, changes, flat, fold, new)
   local entryId = redis.call('XADD', log, '*', unpack(flat))
   applyRecord(proj, entryId, recordFields(flat), fold, new)
   fold.m = fold.m + 1
-  seal(proj, entryId, fold)
+  seal(log, proj, entryId, fold)
   redis.call('PUBLISH', changes, entryId)
   return entryId
 end
