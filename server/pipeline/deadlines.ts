@@ -70,7 +70,7 @@ export function withinBudget<T>(
 class BudgetContext implements HandlerContext {
   private controller: AbortController | undefined;
   private combined: AbortSignal | undefined;
-  private endListeners: Set<(reason: unknown) => void> | undefined;
+  private endListeners: ((reason: unknown) => void)[] | undefined;
   private expired = false;
   constructor(
     private readonly inner: HandlerContext,
@@ -81,25 +81,44 @@ class BudgetContext implements HandlerContext {
     const error = pastBudget();
     this.expired = true;
     this.controller?.abort(error);
-    for (const listener of this.endListeners ?? []) listener(error);
+    // Each listener told takes itself out of the list.
+    while (this.endListeners !== undefined && this.endListeners.length > 0) {
+      this.endListeners[0]?.(error);
+    }
     return error;
   }
   /**
    * The call's end without a signal (server/rpc/call-end.ts): the budget's, or the
-   * caller's context's.
+   * caller's context's, whichever comes first, told once.
    */
   onEnd(listener: (reason: unknown) => void): () => void {
     if (this.expired) {
       listener(pastBudget());
       return () => {};
     }
-    this.endListeners ??= new Set();
-    this.endListeners.add(listener);
-    const dropInner = callEndOf(this.inner).onEnd(listener);
-    return () => {
-      this.endListeners?.delete(listener);
-      dropInner();
+    let live = true;
+    let dropInner: (() => void) | undefined;
+    const tell = (reason: unknown) => {
+      if (!live) return;
+      drop();
+      listener(reason);
     };
+    const drop = () => {
+      if (!live) return;
+      live = false;
+      const listeners = this.endListeners ?? [];
+      listeners.splice(listeners.indexOf(tell), 1);
+      const inner = dropInner;
+      dropInner = undefined;
+      inner?.();
+    };
+    this.endListeners ??= [];
+    this.endListeners.push(tell);
+    const inner = callEndOf(this.inner).onEnd(tell);
+    // The caller's context may have told it at once.
+    if (live) dropInner = inner;
+    else inner();
+    return drop;
   }
   get signal(): AbortSignal {
     if (this.combined === undefined) {

@@ -44,6 +44,8 @@ export class LazyContext implements HandlerContext {
   #responseHeader: Headers | undefined;
   #responseTrailer: Headers | undefined;
   #values: ContextValues | undefined;
+  /** The `onEnd` listeners not dropped yet, each by its drop (none for most calls). */
+  #ends: (() => void)[] | undefined;
   /** The signal's listeners, made with it (most calls never read the signal). */
   #onShutdown: (() => void) | undefined;
   #onClose: (() => void) | undefined;
@@ -91,10 +93,11 @@ export class LazyContext implements HandlerContext {
   }
 
   /**
-   * The call's end without a signal (server/rpc/call-end.ts): `listener` is told the
-   * reason the signal would abort with, when the client's stream closes, at the
-   * deadline or at the shutdown, at once if one is past; the answer drops it. A plain
-   * listener on the stream, one on the shutdown and a timer: no AbortController.
+   * The call's end without a signal (server/rpc/call-end.ts): `listener` is told once the
+   * reason the signal would abort with, when the client's stream closes, at the deadline
+   * or at the shutdown, at once if one is past; the answer drops it, as does being told
+   * and `ended()`. A plain listener on the stream, one on the shutdown and a timer: no
+   * AbortController.
    */
   onEnd(listener: (reason: unknown) => void): () => void {
     const shutdown = this.#shutdown;
@@ -103,19 +106,36 @@ export class LazyContext implements HandlerContext {
     if (shutdown.aborted) listener(shutdown.reason);
     else if (stream.closed) listener(clientLeft());
     else if (left !== undefined && left <= 0) listener(timedOut());
-    else {
-      const onClose = () => listener(clientLeft());
-      const onShutdown = () => listener(shutdown.reason);
-      const timer = left === undefined ? undefined : setTimeout(() => listener(timedOut()), left);
-      stream.once("close", onClose);
-      shutdown.addEventListener("abort", onShutdown);
-      return () => {
-        stream.off("close", onClose);
-        shutdown.removeEventListener("abort", onShutdown);
-        clearTimeout(timer);
-      };
-    }
+    else return this.#listen(listener, left);
     return () => {};
+  }
+
+  #listen(listener: (reason: unknown) => void, left: number | undefined): () => void {
+    const shutdown = this.#shutdown;
+    const stream = this.#stream;
+    let live = true;
+    const tell = (reason: unknown) => {
+      if (!live) return;
+      drop();
+      listener(reason);
+    };
+    const onClose = () => tell(clientLeft());
+    const onShutdown = () => tell(shutdown.reason);
+    const timer = left === undefined ? undefined : setTimeout(() => tell(timedOut()), left);
+    const drop = () => {
+      if (!live) return;
+      live = false;
+      stream.off("close", onClose);
+      shutdown.removeEventListener("abort", onShutdown);
+      clearTimeout(timer);
+      const ends = this.#ends ?? [];
+      ends.splice(ends.indexOf(drop), 1);
+    };
+    this.#ends ??= [];
+    this.#ends.push(drop);
+    stream.once("close", onClose);
+    shutdown.addEventListener("abort", onShutdown);
+    return drop;
   }
 
   get requestHeader(): Headers {
@@ -140,9 +160,11 @@ export class LazyContext implements HandlerContext {
 
   /**
    * The call has answered: the signal (if one was made) keeps its state, and its
-   * listeners and timer are dropped.
+   * listeners and timer are dropped, as are `onEnd`'s.
    */
   ended(): void {
+    // Each drop takes itself out of the list.
+    while (this.#ends !== undefined && this.#ends.length > 0) this.#ends[0]?.();
     if (this.#onShutdown === undefined || this.#onClose === undefined) return;
     this.#shutdown.removeEventListener("abort", this.#onShutdown);
     this.#stream.off("close", this.#onClose);

@@ -295,6 +295,12 @@ async function rawUnary(url: string, path: string, body: Uint8Array, timeout: st
   const began = Date.now();
   try {
     const status = await new Promise<string>((resolve, reject) => {
+      // The test's own bound, well past the deadline: a server that never answers fails here.
+      const bound = setTimeout(() => reject(new Error("no status within 5 s")), 5_000);
+      const done = (value: string) => {
+        clearTimeout(bound);
+        resolve(value);
+      };
       const stream = session.request({
         ":method": "POST",
         ":path": path,
@@ -303,9 +309,9 @@ async function rawUnary(url: string, path: string, body: Uint8Array, timeout: st
         te: "trailers",
       });
       stream.on("response", (h) => {
-        if (h["grpc-status"] !== undefined) resolve(String(h["grpc-status"]));
+        if (h["grpc-status"] !== undefined) done(String(h["grpc-status"]));
       });
-      stream.on("trailers", (t) => resolve(String(t["grpc-status"])));
+      stream.on("trailers", (t) => done(String(t["grpc-status"])));
       stream.on("error", reject);
       stream.resume();
       const prefix = Buffer.alloc(5);

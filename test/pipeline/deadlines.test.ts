@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import { expect, test } from "vitest";
 import { withinBudget } from "../../server/pipeline/deadlines.js";
@@ -86,4 +87,20 @@ test("the budget's context tells its end without a signal: the budget's, or the 
   expect(told).toMatchObject([{ code: Code.Canceled, rawMessage: "the client left" }]);
   expect(dropped).toEqual([]);
   expect(timers()).toBe(before);
+});
+
+test("the budget's end and the caller's tell a listener once, whichever comes first", async () => {
+  type Ends = { onEnd(listener: (reason: unknown) => void): () => void };
+  const caller = new AbortController();
+  const inner = { signal: caller.signal, timeoutMs: () => undefined } as unknown as HandlerContext;
+  const told: unknown[] = [];
+  const call = withinBudget(inner, budget, (context) => {
+    (context as unknown as Ends).onEnd((reason) => told.push(reason));
+    return new Promise<string>(() => {});
+  });
+  await expect(call).rejects.toMatchObject({ code: Code.DeadlineExceeded });
+  // Past the budget: the caller's own end comes too, and is not told again.
+  caller.abort(new ConnectError("the client left", Code.Canceled));
+  expect(told).toMatchObject([{ code: Code.DeadlineExceeded }]);
+  expect(getEventListeners(caller.signal, "abort")).toHaveLength(0);
 });

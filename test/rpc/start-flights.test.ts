@@ -1,3 +1,5 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { expect, test } from "vitest";
 import { type CallEnd, signalEnd } from "../../server/rpc/call-end.js";
@@ -115,4 +117,41 @@ test("a caller's end is dropped as soon as it comes or the flight lands, whichev
   expect(await first).toBe("chat-1");
   expect(await staying).toBe("chat-1");
   expect(listening).toBe(0);
+});
+
+test("a caller whose call has ended holds nothing of it while the flight goes on", async () => {
+  setFlagsFromString("--expose-gc");
+  const gc = runInNewContext("gc") as () => void;
+  const flights = new Flights<string>();
+  const gate = deferred<string>();
+  const first = flights.join("k", () => gate.promise);
+  // The caller's end (on the fast path, its whole context), reachable from nothing else.
+  const joined = () => {
+    let tell: ((reason: unknown) => void) | undefined;
+    const end: CallEnd & { context: object } = {
+      context: { stream: Buffer.alloc(1024) },
+      onEnd(listener) {
+        tell = listener;
+        return () => {
+          tell = undefined;
+        };
+      },
+    };
+    const call = flights.join(
+      "k",
+      () => Promise.resolve("never run"),
+      () => end,
+    );
+    tell?.(new ConnectError("the client left", Code.Canceled));
+    return { call, held: new WeakRef(end) };
+  };
+  const { call, held } = joined();
+  await expect(call).rejects.toMatchObject({ code: Code.Canceled });
+  for (let i = 0; i < 3 && held.deref() !== undefined; i++) {
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+  }
+  expect(held.deref()).toBeUndefined();
+  gate.resolve("chat-1");
+  expect(await first).toBe("chat-1");
 });

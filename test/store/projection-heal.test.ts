@@ -123,13 +123,20 @@ test("counters that disagree with the fields they count are rebuilt", async () =
     { seen: "0-1" },
     { v: "1" },
     { m: "k1" },
-    { l: "{another}:log" },
   ];
   for (const fields of damage) {
     await redis.del(projection);
     await redis.hset(projection, { ...intact, ...fields });
     expect({ fields, ...(await answers(sessionId)) }).toEqual({ fields, ...expected });
   }
+  // A projection that names another log is folded again from this one (a fold from the
+  // first record sets f:*), though it answers as this log's fold would.
+  await redis.del(projection);
+  await redis.hset(projection, { ...intact, l: "{another}:log" });
+  expect(await answers(sessionId)).toEqual(expected);
+  const refolded = await redis.hgetall(projection);
+  expect(refolded.l).toBe(sessionKeys(sessionId).log);
+  expect(refolded["f:*"]).toBeDefined();
   // Two writers whose records interleaved in one file: n = 2 but only i:1.
   await redis.del(projection);
   await redis.hset(projection, intact);

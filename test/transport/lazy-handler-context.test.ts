@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
+import type { CallEnd } from "../../server/rpc/call-end.js";
 import { LazyContext } from "../../server/transport/lazy-handler-context.js";
 
 /*
@@ -114,10 +115,10 @@ function endListener() {
   return { reasons, listener: (reason: unknown) => reasons.push(reason as ConnectError) };
 }
 
-test("onEnd tells the client leaving (CANCELED) and the deadline, and makes no signal", async () => {
+test("onEnd tells the client leaving (CANCELED) and the deadline once each, with no signal", async () => {
   const shutdown = new AbortController();
   const leaving = await streamPair();
-  const context = new LazyContext(
+  const context: CallEnd = new LazyContext(
     leaving.stream,
     {},
     route,
@@ -125,31 +126,46 @@ test("onEnd tells the client leaving (CANCELED) and the deadline, and makes no s
     60_000,
   );
   const left = endListener();
+  const other = endListener();
   context.onEnd(left.listener);
-  expect(getEventListeners(shutdown.signal, "abort")).toHaveLength(1);
+  context.onEnd(other.listener);
+  // A listener each on the shutdown: a signal, made once, would have one for both.
+  expect(getEventListeners(shutdown.signal, "abort")).toHaveLength(2);
   leaving.leave();
   await leaving.closed;
-  expect(left.reasons.map((r) => [r.code, r.rawMessage])).toEqual([
-    [Code.Canceled, "the client left"],
-  ]);
+  for (const told of [left, other]) {
+    expect(told.reasons.map((r) => [r.code, r.rawMessage])).toEqual([
+      [Code.Canceled, "the client left"],
+    ]);
+  }
+  // Told, so dropped: neither the shutdown nor the deadline tells them again.
+  expect(getEventListeners(shutdown.signal, "abort")).toHaveLength(0);
+  shutdown.abort(new ConnectError("the server is shutting down", Code.Unavailable));
+  expect(left.reasons).toHaveLength(1);
 
   const staying = await streamPair();
-  const timed = new LazyContext(staying.stream, {}, route, { shutdownSignal: shutdown.signal }, 20);
+  const timed = new LazyContext(
+    staying.stream,
+    {},
+    route,
+    { shutdownSignal: new AbortController().signal },
+    20,
+  );
   const late = endListener();
   timed.onEnd(late.listener);
   await sleep(60);
+  // A call past its deadline tells a new listener at once.
+  const after = endListener();
+  timed.onEnd(after.listener);
+  staying.leave();
+  await staying.closed;
   expect(late.reasons.map((r) => [r.code, r.rawMessage])).toEqual([
     [Code.DeadlineExceeded, "the operation timed out"],
   ]);
-  // A call past its deadline is told at once.
-  const after = endListener();
-  timed.onEnd(after.listener);
   expect(after.reasons.map((r) => r.code)).toEqual([Code.DeadlineExceeded]);
-  staying.leave();
-  await staying.closed;
 });
 
-test("onEnd tells the shutdown's reason; what it answers drops every listener and the timer", async () => {
+test("onEnd tells the shutdown's reason; a drop, or the call's answer, drops listeners and timer", async () => {
   const shutdown = new AbortController();
   const { stream, leave, closed } = await streamPair();
   const context = new LazyContext(stream, {}, route, { shutdownSignal: shutdown.signal }, 30);
@@ -159,14 +175,35 @@ test("onEnd tells the shutdown's reason; what it answers drops every listener an
   context.onEnd(told.listener);
   drop();
   expect(getEventListeners(shutdown.signal, "abort")).toHaveLength(1);
-  expect(stream.listenerCount("close")).toBeGreaterThan(0);
   const reason = new ConnectError("the server is shutting down", Code.Unavailable);
   shutdown.abort(reason);
   expect(told.reasons).toEqual([reason]);
   await sleep(60);
+  // The dropped listener heard nothing, nor did the told one twice (deadline, stream).
+  expect(dropped.reasons).toEqual([]);
+  expect(told.reasons).toHaveLength(1);
+
+  // Once the call has answered (`ended`), nothing of its listeners is left to tell.
+  const shutdownLater = new AbortController();
+  const answered = await streamPair();
+  const ending = new LazyContext(
+    answered.stream,
+    {},
+    route,
+    { shutdownSignal: shutdownLater.signal },
+    30,
+  );
+  const unheard = endListener();
+  ending.onEnd(unheard.listener);
+  const closeListeners = answered.stream.listenerCount("close");
+  ending.ended();
+  expect(getEventListeners(shutdownLater.signal, "abort")).toHaveLength(0);
+  expect(answered.stream.listenerCount("close")).toBe(closeListeners - 1);
+  await sleep(60);
+  answered.leave();
+  await answered.closed;
+  shutdownLater.abort();
+  expect(unheard.reasons).toEqual([]);
   leave();
   await closed;
-  // The dropped listener heard nothing: not the shutdown, the deadline or the stream.
-  expect(dropped.reasons).toEqual([]);
-  expect(shutdown.signal.aborted).toBe(true);
 });
