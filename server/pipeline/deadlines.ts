@@ -82,9 +82,7 @@ class BudgetContext implements HandlerContext {
     this.expired = true;
     this.controller?.abort(error);
     // Each listener told takes itself out of the list.
-    while (this.endListeners !== undefined && this.endListeners.length > 0) {
-      this.endListeners[0]?.(error);
-    }
+    for (const listener of [...(this.endListeners ?? [])]) listener(error);
     return error;
   }
   /**
@@ -107,7 +105,8 @@ class BudgetContext implements HandlerContext {
       if (!live) return;
       live = false;
       const listeners = this.endListeners ?? [];
-      listeners.splice(listeners.indexOf(tell), 1);
+      const at = listeners.indexOf(tell);
+      if (at >= 0) listeners.splice(at, 1);
       const inner = dropInner;
       dropInner = undefined;
       inner?.();

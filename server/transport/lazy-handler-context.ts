@@ -129,7 +129,8 @@ export class LazyContext implements HandlerContext {
       shutdown.removeEventListener("abort", onShutdown);
       clearTimeout(timer);
       const ends = this.#ends ?? [];
-      ends.splice(ends.indexOf(drop), 1);
+      const at = ends.indexOf(drop);
+      if (at >= 0) ends.splice(at, 1);
     };
     this.#ends ??= [];
     this.#ends.push(drop);
@@ -163,8 +164,8 @@ export class LazyContext implements HandlerContext {
    * listeners and timer are dropped, as are `onEnd`'s.
    */
   ended(): void {
-    // Each drop takes itself out of the list.
-    while (this.#ends !== undefined && this.#ends.length > 0) this.#ends[0]?.();
+    // Each drop takes itself out of the list (most calls have none).
+    if (this.#ends !== undefined) for (const drop of [...this.#ends]) drop();
     if (this.#onShutdown === undefined || this.#onClose === undefined) return;
     this.#shutdown.removeEventListener("abort", this.#onShutdown);
     this.#stream.off("close", this.#onClose);
