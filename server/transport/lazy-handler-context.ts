@@ -24,9 +24,10 @@ import { requestHeaderOf } from "./grpc-wire.js";
  * shuts down (the shutdown's reason) or at the deadline (reason: DEADLINE_EXCEEDED, as
  * connect's own contexts do, which WatchSuggestions tells apart), while the call runs:
  * `ended()`, once the handler has answered, drops the signal's listeners and timer instead,
- * so that a call that made one (a Start waiting on another's flight) does not make an
- * error and an abort event for each stream that closes after its answer
- * (test/transport/lazy-handler-context.test.ts).
+ * so that a call that made one does not make an error and an abort event for each stream
+ * that closes after its answer (test/transport/lazy-handler-context.test.ts). A call that
+ * only needs to hear its end (a Start waiting on another's flight) asks `onEnd`, which
+ * makes no signal at all (server/rpc/call-end.ts).
  */
 export class LazyContext implements HandlerContext {
   readonly service: DescService;
