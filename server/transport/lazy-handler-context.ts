@@ -25,9 +25,9 @@ import { requestHeaderOf } from "./grpc-wire.js";
  * connect's own contexts do, which WatchSuggestions tells apart), while the call runs:
  * `ended()`, once the handler has answered, drops the signal's listeners and timer instead,
  * so that a call that made one does not make an error and an abort event for each stream
- * that closes after its answer (test/transport/lazy-handler-context.test.ts). A call that
- * only needs to hear its end (a Start waiting on another's flight) asks `onEnd`, which
- * makes no signal at all (server/rpc/call-end.ts).
+ * that closes after its answer (test/transport/lazy-handler-context.test.ts). The signal
+ * is one listener of `onEnd`; a call that only needs to hear its end (a Start waiting on
+ * another's flight) asks `onEnd` itself and makes no signal (server/rpc/call-end.ts).
  */
 export class LazyContext implements HandlerContext {
   readonly service: DescService;
@@ -40,16 +40,12 @@ export class LazyContext implements HandlerContext {
   readonly #shutdown: AbortSignal;
   readonly #deadline: number | undefined;
   #controller: AbortController | undefined;
-  #timer: NodeJS.Timeout | undefined;
   #requestHeader: Headers | undefined;
   #responseHeader: Headers | undefined;
   #responseTrailer: Headers | undefined;
   #values: ContextValues | undefined;
-  /** The `onEnd` listeners not dropped yet, each by its drop (none for most calls). */
+  /** The `onEnd` listeners not dropped yet (the signal's too), each by its drop. */
   #ends: (() => void)[] | undefined;
-  /** The signal's listeners, made with it (most calls never read the signal). */
-  #onShutdown: (() => void) | undefined;
-  #onClose: (() => void) | undefined;
 
   constructor(
     stream: ServerHttp2Stream,
@@ -71,25 +67,12 @@ export class LazyContext implements HandlerContext {
     return this.#deadline === undefined ? undefined : this.#deadline - Date.now();
   }
 
+  /** Made when first read: aborted with the reason `onEnd` tells, and dropped with it. */
   get signal(): AbortSignal {
     if (this.#controller !== undefined) return this.#controller.signal;
     const c = new AbortController();
     this.#controller = c;
-    const shutdown = this.#shutdown;
-    const onShutdown = () => c.abort(shutdown.reason);
-    const onClose = () => {
-      c.abort(clientLeft());
-      this.ended();
-    };
-    this.#onShutdown = onShutdown;
-    this.#onClose = onClose;
-    if (shutdown.aborted) c.abort(shutdown.reason);
-    else shutdown.addEventListener("abort", onShutdown);
-    if (this.#deadline !== undefined) {
-      this.#timer = setTimeout(() => c.abort(timedOut()), Math.max(0, this.#deadline - Date.now()));
-    }
-    if (this.#stream.closed) onClose();
-    else this.#stream.once("close", onClose);
+    this.onEnd((reason) => c.abort(reason));
     return c.signal;
   }
 
@@ -161,16 +144,12 @@ export class LazyContext implements HandlerContext {
   }
 
   /**
-   * The call has answered: the signal (if one was made) keeps its state, and its
-   * listeners and timer are dropped, as are `onEnd`'s.
+   * The call has answered: the signal (if one was made) keeps its state, and the
+   * listeners and timers of `onEnd` (the signal's among them) are dropped.
    */
   ended(): void {
     // Each drop takes itself out of the list (most calls have none).
     if (this.#ends !== undefined) for (const drop of [...this.#ends]) drop();
-    if (this.#onShutdown === undefined || this.#onClose === undefined) return;
-    this.#shutdown.removeEventListener("abort", this.#onShutdown);
-    this.#stream.off("close", this.#onClose);
-    clearTimeout(this.#timer);
   }
 }
 
