@@ -83,15 +83,16 @@ export function connectRedis(url: string): RedisClient {
 /**
  * Every connection of `client`, the first and each after a reconnection, writes the
  * commands of one event-loop turn together: its socket is corked at the turn's first
- * write and uncorked once the turn's I/O is done (`setImmediate`), so the turn's commands
- * leave in one `writev` (or one for every COMMANDS_PER_WRITE of them). ioredis's auto-pipelining batches the same way but sends a
- * connection's next batch only once Redis has answered the last one, so with
- * `appendfsync always` every call waited for the fsync of the batch before its own;
- * here the batches follow one another and Redis answers each as it comes. Measured with
- * `npm run bench` (docs/performance-history.md): Get and SuggestTask made more calls a second
- * for less CPU each; settle and Start moved within the noise. Order is kept (a cork only
- * holds writes back), and the commands a turn writes after the socket closed are
- * ioredis's to retry, as before. Pinned by test/redis/write-batching.test.ts and
+ * write and uncorked once the turn's I/O is done (`setImmediate`), so the turn's
+ * commands leave in one `writev` (or one for every COMMANDS_PER_WRITE of them).
+ * ioredis's auto-pipelining batches the same way but sends a connection's next batch
+ * only once Redis has answered the last one, so with `appendfsync always` every call
+ * waited for the fsync of the batch before its own; here the batches follow one another
+ * and Redis answers each as it comes. Measured with `npm run bench`
+ * (docs/performance-history.md): Get and SuggestTask made more calls a second for less
+ * CPU each; settle and Start moved within the noise. Order is kept (a cork only holds
+ * writes back), and the commands a turn writes after the socket closed are ioredis's to
+ * retry, as before. Pinned by test/redis/write-batching.test.ts and
  * test/cluster/cluster-write-batching.test.ts.
  */
 export function batchWritesPerTurn(client: Redis): void {
@@ -104,8 +105,8 @@ export function batchWritesPerTurn(client: Redis): void {
  * turn's end, while Redis sits idle, then wait idle itself while Redis runs them all: the
  * two take turns instead of working side by side. Eight to a write lets Redis start on
  * the first while the turn goes on. Measured with `npm run bench`
- * (docs/performance-history.md, "Eight commands to a write"): SuggestTask and the settles made about a third more
- * calls a second, for less server CPU each.
+ * (docs/performance-history.md, "Eight commands to a write"): SuggestTask and the
+ * settles made about a third more calls a second, for less server CPU each.
  */
 export const COMMANDS_PER_WRITE = 8;
 

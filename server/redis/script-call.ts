@@ -29,11 +29,12 @@ interface ScriptBody {
  * the arguments it is given with `Array.prototype.flat`, which V8 runs through its
  * generic path on Node 20: about 120 ns an argument, 1.8 µs for an offer's 14, nearly
  * all of what the constructor costs (docs/performance-history.md, "Stop 29: the
- * arguments' flattening"). Every script call of the service passes its keys and arguments flat
- * already, so this command is built with none and given them after. The rest is
- * ioredis's script command: the first call on a connection sends the body (EVAL), the
- * next ones its SHA (EVALSHA), and a NOSCRIPT reply (the connection's Redis lost its
- * scripts) clears the connection's mark so that the call, sent again, sends the body.
+ * arguments' flattening"). Every script call of the service passes its keys and
+ * arguments flat already, so this command is built with none and given them after. The
+ * rest is ioredis's script command: the first call on a connection sends the body
+ * (EVAL), the next ones its SHA (EVALSHA), and a NOSCRIPT reply (the connection's Redis
+ * lost its scripts) clears the connection's mark so that the call, sent again, sends the
+ * body.
  */
 class ScriptCall extends Command {
   #socket: object | undefined;
