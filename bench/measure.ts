@@ -5,12 +5,75 @@ import { resolve } from "node:path";
 
 const TICKS_PER_SECOND = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim()) || 100;
 
+/** The fields of a /proc stat line after the command's name (in parentheses, which it may hold). */
+export function statFields(stat: string): string[] {
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+}
+
 /** User plus system CPU seconds a process has used so far. */
 export function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  // Fields after the command name, which is in parentheses and may hold spaces.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const fields = statFields(readFileSync(`/proc/${pid}/stat`, "utf8"));
   return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+}
+
+/** How a sampled thread spent its time: on a core or waiting for one, in I/O, idle. */
+export type ThreadTime = "run" | "io" | "idle";
+
+/**
+ * What a process's main thread is doing now, from its scheduler state: `R` on a core or
+ * waiting for one, `D` in I/O (Redis's fsync), anything else idle (`S`: an event loop
+ * waiting in epoll). Undefined once the process is gone.
+ */
+export function threadTime(pid: number): ThreadTime | undefined {
+  try {
+    const state = statFields(readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8"))[0];
+    return state === "R" ? "run" : state === "D" ? "io" : "idle";
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The main threads of the watched processes, sampled every `everyMs` while a generator
+ * runs: seconds spent in each of `ThreadTime`'s states so far, by `<state>:<name>`. A
+ * thread seldom idle is what a window waited on even when no process used a full core:
+ * Redis with `appendfsync always` spends part of each batch in its fsync, off the CPU.
+ */
+export class ThreadTimes {
+  readonly #pids: Readonly<Record<string, number>>;
+  readonly #seconds: Record<string, number> = {};
+  readonly #timer: NodeJS.Timeout;
+  #last = performance.now();
+
+  constructor(pids: Readonly<Record<string, number>>, everyMs = 5) {
+    this.#pids = pids;
+    // Every key from the start, so that a state first seen within a window reads 0 before.
+    for (const name of Object.keys(pids)) {
+      for (const time of ["run", "io", "idle"]) this.#seconds[`${time}:${name}`] = 0;
+    }
+    this.#timer = setInterval(() => this.#sample(), everyMs);
+  }
+
+  #sample(): void {
+    const now = performance.now();
+    const seconds = (now - this.#last) / 1_000;
+    this.#last = now;
+    for (const [name, pid] of Object.entries(this.#pids)) {
+      const time = threadTime(pid);
+      if (time === undefined) continue;
+      const key = `${time}:${name}`;
+      this.#seconds[key] = (this.#seconds[key] ?? 0) + seconds;
+    }
+  }
+
+  /** The seconds so far, by `<state>:<name>`. */
+  totals(): Readonly<Record<string, number>> {
+    return { ...this.#seconds };
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
 }
 
 /**
@@ -112,14 +175,18 @@ export interface CpuSample {
 
 /**
  * Reads the CPU seconds of every named process now, of the whole machine as `machine`,
- * and the machine's stall seconds as `stall:cpu` and `stall:io`; a process gone reads
- * as NaN.
+ * and the machine's stall seconds as `stall:cpu` and `stall:io`, with `threads` (a
+ * `ThreadTimes`' totals so far); a process gone reads as NaN.
  */
-export function sampleCpu(pids: Readonly<Record<string, number>>): CpuSample {
+export function sampleCpu(
+  pids: Readonly<Record<string, number>>,
+  threads: Readonly<Record<string, number>> = {},
+): CpuSample {
   const cpu: Record<string, number> = {
     machine: machineBusySeconds(),
     "stall:cpu": stallSeconds("cpu"),
     "stall:io": stallSeconds("io"),
+    ...threads,
   };
   for (const [name, pid] of Object.entries(pids)) {
     try {
@@ -165,6 +232,7 @@ export async function runMeasured(
 ): Promise<{ stdout: string; samples: Map<string, CpuSample> }> {
   const child = spawn(command, args, { stdio: ["ignore", "pipe", "inherit"] });
   const watched = { ...pids, generator: child.pid ?? 0 };
+  const threads = new ThreadTimes(pids);
   const samples = new Map<string, CpuSample>();
   let stdout = "";
   let partial = "";
@@ -176,7 +244,7 @@ export async function runMeasured(
       const line = partial.slice(0, nl);
       partial = partial.slice(nl + 1);
       for (const [name, re] of Object.entries(marks)) {
-        if (re.test(line)) samples.set(name, sampleCpu(watched));
+        if (re.test(line)) samples.set(name, sampleCpu(watched, threads.totals()));
       }
       nl = partial.indexOf("\n");
     }
@@ -184,7 +252,7 @@ export async function runMeasured(
   const code = await new Promise<number | null>((resolve, reject) => {
     child.once("error", reject);
     child.once("exit", (c) => resolve(c));
-  });
+  }).finally(() => threads.stop());
   if (code !== 0) {
     throw new Error(
       `${command} ${args.join(" ").slice(0, 200)} exited ${code}:\n${stdout.slice(-2_000)}`,

@@ -29,6 +29,14 @@ export interface Row {
     /** The window's PSI "some" shares for CPU and for I/O (`coresText`). */
     readonly cpuStall?: number;
     readonly ioStall?: number;
+    /**
+     * The shares of the window the main threads of the server and of Redis were idle,
+     * and Redis's in I/O (its fsync), sampled from their scheduler state
+     * (bench/measure.ts `ThreadTimes`).
+     */
+    readonly serverIdle?: number;
+    readonly redisIdle?: number;
+    readonly redisIo?: number;
   };
   /** Whether each call appends to the AOF (its floor is then the disk's). */
   readonly writes: boolean;
@@ -60,9 +68,12 @@ const NEAR_A_CORE = 0.85;
 
 /**
  * What limited a window: the process (server, generator, Redis) that used most of one
- * core when one came near a full core; else the machine when all its cores were busy
- * (on a shared machine, partly with other processes' work); else, for writes going at 80 % or more of the disk's fsync floor, the
- * AOF fsync; else waiting (each call spends its time on round trips, not on a CPU).
+ * core when one came near a full core; else the server's or Redis's main thread when it
+ * was idle for no more than the rest of that share of the window (busy on a core,
+ * waiting for one, or, for Redis, in its fsync), the less idle of the two; else the
+ * machine when all its cores were busy (on a shared machine, partly with other
+ * processes' work); else, for writes going at 80 % or more of the disk's fsync floor,
+ * the AOF fsync; else waiting (each call spends its time on round trips, not on a CPU).
  */
 export function limitOf(input: LimitInput): string {
   const { server, generator, redis } = input.cores;
@@ -74,6 +85,15 @@ export function limitOf(input: LimitInput): string {
   shares.sort((a, b) => b[1] - a[1]);
   const [name, share] = shares[0] as [string, number];
   if (share >= NEAR_A_CORE) return name;
+  const { serverIdle, redisIdle, redisIo } = input.cores;
+  const seldomIdle = (idle: number | undefined): idle is number =>
+    idle !== undefined && idle <= 1 - NEAR_A_CORE;
+  if (seldomIdle(redisIdle) && !(seldomIdle(serverIdle) && serverIdle < redisIdle)) {
+    return `Redis's main thread (idle ${percent(redisIdle)} of the window, in I/O ${percent(redisIo)})`;
+  }
+  if (seldomIdle(serverIdle)) {
+    return `the server's main thread (idle ${percent(serverIdle)} of the window)`;
+  }
   const { machine } = input.cores;
   if (machine >= 0.9 * input.machineCores) {
     const others = Math.max(0, machine - server - generator - redis);
@@ -92,6 +112,9 @@ export function limitOf(input: LimitInput): string {
 
 const fixed = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits) : "-");
 
+/** A share as a whole percentage. */
+const percent = (share: number | undefined) => `${fixed((share ?? Number.NaN) * 100, 0)} %`;
+
 function tableLine(cells: readonly string[]): string {
   return `| ${cells.join(" | ")} |`;
 }
@@ -101,12 +124,21 @@ function tableLine(cells: readonly string[]): string {
  * shares of the window for CPU and I/O: machine-wide, averaged over the cores (so on 2
  * cores 15 % may be one core with a task waiting 30 % of the time), and counting every
  * process of the machine. What "waiting" waited for: cores, or I/O such as the fsync.
+ * Then the shares of the window the server's and Redis's main threads were idle, and
+ * Redis's in I/O (its fsync, off the CPU).
  */
 export function coresText(c: Row["cores"]): string {
   const cores = `cores: server ${fixed(c.server, 2)}, generator ${fixed(c.generator, 2)}, Redis ${fixed(c.redis, 2)}, machine ${fixed(c.machine, 2)}`;
-  const percent = (share: number | undefined) => `${fixed((share ?? Number.NaN) * 100, 0)} %`;
-  if (!Number.isFinite(c.cpuStall) && !Number.isFinite(c.ioStall)) return cores;
-  return `${cores}; PSI some: CPU ${percent(c.cpuStall)}, I/O ${percent(c.ioStall)}`;
+  const parts = [cores];
+  if (Number.isFinite(c.cpuStall) || Number.isFinite(c.ioStall)) {
+    parts.push(`PSI some: CPU ${percent(c.cpuStall)}, I/O ${percent(c.ioStall)}`);
+  }
+  if (Number.isFinite(c.serverIdle) || Number.isFinite(c.redisIdle)) {
+    parts.push(
+      `main threads idle: server ${percent(c.serverIdle)}, Redis ${percent(c.redisIdle)}; Redis in I/O ${percent(c.redisIo)}`,
+    );
+  }
+  return parts.join("; ");
 }
 
 /** Everything one run measured. */

@@ -62,6 +62,9 @@ function rowOf(
       machine: cpu.cores.machine ?? Number.NaN,
       cpuStall: cpu.cores["stall:cpu"] ?? Number.NaN,
       ioStall: cpu.cores["stall:io"] ?? Number.NaN,
+      serverIdle: cpu.cores["idle:server"] ?? Number.NaN,
+      redisIdle: cpu.cores["idle:redis"] ?? Number.NaN,
+      redisIo: cpu.cores["io:redis"] ?? Number.NaN,
     },
   };
 }
