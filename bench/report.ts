@@ -69,8 +69,8 @@ const NEAR_A_CORE = 0.85;
 /**
  * What limited a window: the process (server, generator, Redis) that used most of one
  * core when one came near a full core; else the server's or Redis's main thread when it
- * was idle for no more than the rest of that share of the window (busy on a core,
- * waiting for one, or, for Redis, in its fsync), the less idle of the two; else the
+ * was idle for 15 % of the window or less (the rest on a core, waiting for one, or, for
+ * Redis, in its fsync), the less idle of the two; else the
  * machine when all its cores were busy (on a shared machine, partly with other
  * processes' work); else, for writes going at 80 % or more of the disk's fsync floor,
  * the AOF fsync; else waiting (each call spends its time on round trips, not on a CPU).
