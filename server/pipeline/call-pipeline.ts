@@ -1,5 +1,11 @@
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import {
+  type Pushing,
+  type PushSink,
+  type PushSource,
+  pushSourceOf,
+} from "../store/push-source.js";
 import { type WorkDeadlines, withinBudget } from "./deadlines.js";
 
 /** One call as the pipeline sees it. */
@@ -97,11 +103,12 @@ export function wrapService<S extends DescService>(
 /**
  * A stream's messages passed through as they come, with the hooks around the whole
  * stream: `before` at the first read, `after` once when it ends (its last message, an
- * error, or the reader stopping early). An iterator, not a generator: a generator's
- * `yield*` costs turns per message, and one change of a chat with 1,000 watchers passes
- * through here 1,000 times.
+ * error, or the reader stopping early). Read as an iterator, or pushed when the
+ * handler's stream can push (store/push-source.ts; `before` then runs at `pushTo`). Not
+ * a generator: a generator's `yield*` costs turns per message, and one change of a chat
+ * with 1,000 watchers passes through here 1,000 times.
  */
-class HookedStream implements AsyncIterableIterator<unknown> {
+class HookedStream implements AsyncIterableIterator<unknown>, PushSource<unknown> {
   readonly #start: () => Call;
   readonly #open: () => AsyncIterable<unknown>;
   readonly #finish: (call: Call | undefined, began: number, error: unknown) => void;
@@ -127,12 +134,7 @@ class HookedStream implements AsyncIterableIterator<unknown> {
   async next(): Promise<IteratorResult<unknown>> {
     if (this.#ended) return { done: true, value: undefined };
     try {
-      if (this.#source === undefined) {
-        this.#began = performance.now();
-        this.#call = this.#start();
-        this.#source = this.#open()[Symbol.asyncIterator]();
-      }
-      const result = await this.#source.next();
+      const result = await (this.#source ?? this.#opened()).next();
       if (result.done === true) this.#end(undefined);
       return result;
     } catch (err) {
@@ -141,6 +143,45 @@ class HookedStream implements AsyncIterableIterator<unknown> {
       this.#end(err);
       throw err;
     }
+  }
+
+  /**
+   * The handler's stream pushed to `sink`, its end running `after` before the sink hears
+   * it; undefined when that stream cannot push (it is open then: read it). A `before`
+   * hook that refuses, or a handler that throws at once, throws here, `after` told.
+   */
+  pushTo(sink: PushSink<unknown>): Pushing | undefined {
+    if (this.#ended || this.#source !== undefined) return undefined;
+    let source: AsyncIterator<unknown>;
+    try {
+      source = this.#opened();
+    } catch (err) {
+      this.#end(err);
+      throw err;
+    }
+    const pushing = pushSourceOf<unknown>(source)?.pushTo({
+      push: (message) => sink.push(message),
+      end: (error) => {
+        this.#end(error);
+        sink.end(error);
+      },
+    });
+    if (pushing === undefined) return undefined;
+    return {
+      resume: () => pushing.resume(),
+      stop: () => {
+        pushing.stop();
+        this.#end(undefined);
+      },
+    };
+  }
+
+  /** The handler's stream, opened now: `before` runs, and the call's time starts. */
+  #opened(): AsyncIterator<unknown> {
+    this.#began = performance.now();
+    this.#call = this.#start();
+    this.#source = this.#open()[Symbol.asyncIterator]();
+    return this.#source;
   }
 
   /** The reader stops early: the handler's stream is closed, and the call ends OK. */

@@ -3,110 +3,15 @@ import type { SuggestionLists } from "../domain/fold.js";
 import { INBOX_PAGE_SIZE_DEFAULT } from "../domain/inbox-page.js";
 import { sessionKeys, workspaceKeys } from "./keys.js";
 import type { ChannelListener, PubSub } from "./pubsub.js";
+import type { Pushing, PushSink } from "./push-source.js";
 import type { SuggestionStore } from "./suggestion-store.js";
+import { type Snapshot, Watcher } from "./watcher.js";
 import type { InboxEntry } from "./workspace-inbox.js";
 
-/** What a topic's read gives: equal versions, equal values (not sent twice). */
-interface Snapshot<T = unknown> {
-  readonly version: string;
-  readonly value: T;
-}
-
-const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
-
-/**
- * One watcher's mailbox, and the iterator its handler reads. It keeps only the newest
- * lists it has not taken yet, so a slow client skips lists that are already stale
- * instead of queueing them without bound. A reader that waits is handed the lists as
- * they are offered: no generator stands between the hub and the handler, which one
- * change of a chat with 1,000 watchers would pass through 1,000 times.
- */
-class Watcher<T = unknown> implements AsyncIterableIterator<T> {
-  #pending: Snapshot<T> | undefined;
-  #version: string | undefined;
-  #failed = false;
-  #error: unknown;
-  #ended = false;
-  #waiting: { resolve(result: IteratorResult<T>): void; reject(error: unknown): void } | undefined;
-  /** Leaves the channel; run once, when the watch ends however it ends. */
-  #leave: (() => void) | undefined;
-
-  /** @param leave run once when the watch ends (the reader stops, or it is ended). */
-  constructor(leave?: () => void) {
-    this.#leave = leave;
-  }
-
-  [Symbol.asyncIterator](): this {
-    return this;
-  }
-
-  /** Offers lists; the same version as the last one offered is not sent twice. */
-  offer(snapshot: Snapshot<T>): void {
-    if (this.#ended || snapshot.version === this.#version) return;
-    this.#version = snapshot.version;
-    const waiting = this.#waiting;
-    if (waiting === undefined) {
-      this.#pending = snapshot;
-      return;
-    }
-    this.#waiting = undefined;
-    waiting.resolve({ done: false, value: snapshot.value });
-  }
-
-  /** Ends the watch with an error (Redis failed under it), told to its reader once. */
-  fail(error: unknown): void {
-    if (this.#ended) return;
-    this.#finish();
-    const waiting = this.#waiting;
-    if (waiting === undefined) {
-      this.#error = error;
-      this.#failed = true;
-      return;
-    }
-    this.#waiting = undefined;
-    waiting.reject(error);
-  }
-
-  /** Ends the watch cleanly (the client left, or the server shuts down). */
-  end(): void {
-    if (this.#ended) return;
-    this.#finish();
-    const waiting = this.#waiting;
-    this.#waiting = undefined;
-    waiting?.resolve(DONE);
-  }
-
-  /** The next lists to send; done once ended. One read at a time, as `for await` reads. */
-  next(): Promise<IteratorResult<T>> {
-    if (this.#failed) {
-      this.#failed = false;
-      return Promise.reject(this.#error);
-    }
-    if (this.#ended) return Promise.resolve(DONE);
-    const pending = this.#pending;
-    if (pending !== undefined) {
-      this.#pending = undefined;
-      return Promise.resolve({ done: false, value: pending.value });
-    }
-    return new Promise((resolve, reject) => {
-      this.#waiting = { resolve, reject };
-    });
-  }
-
-  /** The reader stops early (it left its loop): the watch ends. */
-  return(): Promise<IteratorResult<T>> {
-    this.end();
-    return Promise.resolve(DONE);
-  }
-
-  #finish(): void {
-    this.#ended = true;
-    this.#pending = undefined;
-    const leave = this.#leave;
-    this.#leave = undefined;
-    leave?.();
-  }
-}
+/** A watch as the hub hands it: read as an iterator, or pushed (store/push-source.ts). */
+export type Watch<T> = AsyncIterableIterator<T> & {
+  pushTo(sink: PushSink<T>): Pushing;
+};
 
 /** The local watchers of one channel (a session's, a workspace's) and its one subscription. */
 interface SessionWatch {
@@ -161,7 +66,7 @@ export class WatchHub {
    * client left, the deadline passed, the server shuts down) or the hub closes, which
    * end it cleanly. A Redis failure ends it with UNAVAILABLE.
    */
-  watch(sessionId: string, signal: AbortSignal): AsyncIterableIterator<SuggestionLists> {
+  watch(sessionId: string, signal: AbortSignal): Watch<SuggestionLists> {
     const read = async () => {
       const { version, lists } = await this.#store.snapshot(sessionId);
       return { version, value: lists };
@@ -173,7 +78,7 @@ export class WatchHub {
    * The first page of a workspace's inbox: at once, then after every change in a chat
    * of the workspace (made through any instance), ending as `watch` does.
    */
-  watchWorkspace(workspaceId: string, signal: AbortSignal): AsyncIterableIterator<InboxEntry[]> {
+  watchWorkspace(workspaceId: string, signal: AbortSignal): Watch<InboxEntry[]> {
     const read = async () => {
       const { entries } = await this.#store.inbox.page(workspaceId, INBOX_PAGE_SIZE_DEFAULT, "");
       return { version: entries.map((e) => e.member).join(" "), value: entries };

@@ -3,7 +3,15 @@ import { constants } from "node:http2";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import { callerTimeout } from "./call-timeout.js";
-import { frameOf, headerValue, parseFrame, statusOf, toConnectError } from "./grpc-wire.js";
+import { serveServerStream } from "./grpc-server-stream.js";
+import {
+  frameOf,
+  GRPC_RESPONSE_HEADERS,
+  headerValue,
+  parseFrame,
+  statusOf,
+  toConnectError,
+} from "./grpc-wire.js";
 import type { ServedService, StreamHandler } from "./handler-types.js";
 import { LazyContext } from "./lazy-handler-context.js";
 
@@ -25,12 +33,6 @@ type Route = {
   | { readonly kind: "unary"; readonly fn: UnaryFn }
   | { readonly kind: "server_streaming"; readonly fn: StreamFn }
 );
-
-const RESPONSE_HEADERS = {
-  ":status": 200,
-  "content-type": "application/grpc",
-  "grpc-accept-encoding": "identity",
-};
 
 /**
  * Unary calls in binary gRPC, answered straight on the HTTP/2 stream with the same
@@ -116,77 +118,19 @@ function serve(
     const body = Buffer.concat(chunks, size);
     if (route.kind === "server_streaming") {
       answered = true;
-      void serveStream(stream, headers, route, options, body);
+      void serveServerStream(stream, headers, route, options, body);
       return;
     }
     void call(stream, headers, route, options, body).then(
       (frame) => {
         if (answered || stream.destroyed) return;
         answered = true;
-        stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
+        stream.respond(GRPC_RESPONSE_HEADERS, { waitForTrailers: true });
         stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
         stream.end(frame);
       },
       (err: unknown) => fail(toConnectError(err)),
     );
-  });
-}
-
-/**
- * A server-streaming call: each message as it comes, then the status in trailers. The
- * client leaving closes the stream, which aborts the context's signal and so ends the
- * handler (WatchSuggestions); a slow client holds the handler back through `drain`.
- */
-async function serveStream(
-  stream: ServerHttp2Stream,
-  headers: IncomingHttpHeaders,
-  route: Route & { readonly kind: "server_streaming" },
-  options: GrpcFastPathOptions,
-  body: Buffer,
-): Promise<void> {
-  let started = false;
-  const finish = (status: Record<string, string>) => {
-    if (stream.destroyed || stream.closed) return;
-    if (!started) {
-      stream.respond({ ...RESPONSE_HEADERS, ...status }, { endStream: true });
-      return;
-    }
-    stream.once("wantTrailers", () => stream.sendTrailers(status));
-    stream.end();
-  };
-  try {
-    const input = parseFrame(route.method.input, body);
-    const timeout = callerTimeout(headerValue(headers["grpc-timeout"]));
-    if (timeout.error !== undefined) throw timeout.error;
-    const context = new LazyContext(stream, headers, route, options, timeout.timeoutMs);
-    try {
-      for await (const message of route.fn(input, context)) {
-        if (stream.destroyed || stream.closed) break;
-        if (!started) {
-          started = true;
-          stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
-        }
-        if (!stream.write(frameOf(route.method.output, message))) await drained(stream);
-      }
-    } finally {
-      context.ended();
-    }
-    finish({ "grpc-status": "0" });
-  } catch (err) {
-    finish(statusOf(toConnectError(err)));
-  }
-}
-
-/** Resolves when the stream can take more, or is gone. */
-function drained(stream: ServerHttp2Stream): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      stream.off("drain", done);
-      stream.off("close", done);
-      resolve();
-    };
-    stream.on("drain", done);
-    stream.on("close", done);
   });
 }
 
@@ -212,5 +156,5 @@ async function call(
 /** A trailers-only response carrying the status, its message and its details. */
 function respondError(stream: ServerHttp2Stream, error: ConnectError): void {
   if (stream.destroyed || stream.headersSent) return;
-  stream.respond({ ...RESPONSE_HEADERS, ...statusOf(error) }, { endStream: true });
+  stream.respond({ ...GRPC_RESPONSE_HEADERS, ...statusOf(error) }, { endStream: true });
 }

@@ -13,6 +13,13 @@ import { parseRequestMessage } from "./request-message.js";
  * with, except a request that does not parse, which is the caller's error here.
  */
 
+/** The headers of every gRPC response the fast path answers (statuses go beside them or in trailers). */
+export const GRPC_RESPONSE_HEADERS = {
+  ":status": 200,
+  "content-type": "application/grpc",
+  "grpc-accept-encoding": "identity",
+};
+
 /** A response message in its gRPC frame; a frozen message's is encoded once (encoded-once.ts). */
 export function frameOf(schema: DescMessage, result: unknown): Buffer {
   const output = isMessage(result, schema) ? result : create(schema, result as never);

@@ -29,3 +29,23 @@ export interface ServedService {
   readonly service: DescService;
   readonly impl: ServiceImpl<DescService>;
 }
+
+/**
+ * A server stream that can push its messages instead of being read one `next()` at a
+ * time: the shape of server/store/push-source.ts `PushSource`, read here by its shape,
+ * since the transport imports nothing of the service. `push` answers false to pause
+ * until `resume`; `end` is told once; `stop` ends the stream without telling the sink.
+ */
+export interface Pushable {
+  pushTo(sink: {
+    push(message: unknown): boolean;
+    end(error?: unknown): void;
+  }): { resume(): void; stop(): void } | undefined;
+}
+
+/** `stream` as a Pushable, when it is one. */
+export function pushableOf(stream: object): Pushable | undefined {
+  return typeof (stream as Partial<Pushable>).pushTo === "function"
+    ? (stream as Pushable)
+    : undefined;
+}

@@ -1,0 +1,161 @@
+import type { Pushing, PushSink, PushSource } from "./push-source.js";
+
+/** What a topic's read gives: equal versions, equal values (not sent twice). */
+export interface Snapshot<T = unknown> {
+  readonly version: string;
+  readonly value: T;
+}
+
+const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
+
+/**
+ * One watcher's mailbox (store/watch-hub.ts), read as an iterator or pushed to a sink
+ * (store/push-source.ts). It keeps only the newest lists its reader has not taken yet,
+ * so a slow client skips lists that are already stale instead of queueing them without
+ * bound. A reader that waits is handed the lists as they are offered, and a sink is
+ * handed them within the hub's loop over the chat's watchers: no generator stands
+ * between the hub and the handler, which one change of a chat with 1,000 watchers would
+ * pass through 1,000 times.
+ */
+export class Watcher<T = unknown> implements AsyncIterableIterator<T>, PushSource<T> {
+  #pending: Snapshot<T> | undefined;
+  #version: string | undefined;
+  #failed = false;
+  #error: unknown;
+  #ended = false;
+  #waiting: { resolve(result: IteratorResult<T>): void; reject(error: unknown): void } | undefined;
+  /** The sink the lists are pushed to, once `pushTo` was called; dropped when told the end. */
+  #sink: PushSink<T> | undefined;
+  /** The sink answered false: the newest lists wait in `#pending` until it resumes. */
+  #paused = false;
+  /** Leaves the channel; run once, when the watch ends however it ends. */
+  #leave: (() => void) | undefined;
+
+  /** @param leave run once when the watch ends (the reader stops, or it is ended). */
+  constructor(leave?: () => void) {
+    this.#leave = leave;
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  /** Offers lists; the same version as the last one offered is not sent twice. */
+  offer(snapshot: Snapshot<T>): void {
+    if (this.#ended || snapshot.version === this.#version) return;
+    this.#version = snapshot.version;
+    if (this.#sink !== undefined) {
+      this.#pending = snapshot;
+      this.#deliver();
+      return;
+    }
+    const waiting = this.#waiting;
+    if (waiting === undefined) {
+      this.#pending = snapshot;
+      return;
+    }
+    this.#waiting = undefined;
+    waiting.resolve({ done: false, value: snapshot.value });
+  }
+
+  /** Ends the watch with an error (Redis failed under it), told to its reader once. */
+  fail(error: unknown): void {
+    if (this.#ended) return;
+    this.#finish();
+    const waiting = this.#waiting;
+    const sink = this.#sink;
+    this.#waiting = undefined;
+    this.#sink = undefined;
+    if (sink !== undefined) {
+      sink.end(error);
+    } else if (waiting !== undefined) {
+      waiting.reject(error);
+    } else {
+      this.#error = error;
+      this.#failed = true;
+    }
+  }
+
+  /** Ends the watch cleanly (the client left, or the server shuts down). */
+  end(): void {
+    if (this.#ended) return;
+    this.#finish();
+    const waiting = this.#waiting;
+    const sink = this.#sink;
+    this.#waiting = undefined;
+    this.#sink = undefined;
+    waiting?.resolve(DONE);
+    sink?.end();
+  }
+
+  /** The next lists to send; done once ended. One read at a time, as `for await` reads. */
+  next(): Promise<IteratorResult<T>> {
+    if (this.#failed) {
+      this.#failed = false;
+      return Promise.reject(this.#error);
+    }
+    if (this.#ended) return Promise.resolve(DONE);
+    const pending = this.#pending;
+    if (pending !== undefined) {
+      this.#pending = undefined;
+      return Promise.resolve({ done: false, value: pending.value });
+    }
+    return new Promise((resolve, reject) => {
+      this.#waiting = { resolve, reject };
+    });
+  }
+
+  /** The reader stops early (it left its loop): the watch ends. */
+  return(): Promise<IteratorResult<T>> {
+    this.end();
+    return Promise.resolve(DONE);
+  }
+
+  /**
+   * From now on the lists are pushed to `sink` as they are offered (lists already
+   * waiting come at once), and its end is told to it; a watch that has already failed
+   * or ended tells it at once.
+   */
+  pushTo(sink: PushSink<T>): Pushing {
+    if (this.#failed) {
+      this.#failed = false;
+      sink.end(this.#error);
+    } else if (this.#ended) {
+      sink.end();
+    } else {
+      this.#sink = sink;
+      this.#deliver();
+    }
+    return {
+      resume: () => {
+        this.#paused = false;
+        this.#deliver();
+      },
+      stop: () => {
+        this.#sink = undefined;
+        this.end();
+      },
+    };
+  }
+
+  /** The waiting lists to the sink, unless it is paused. A sink that throws fails the watch. */
+  #deliver(): void {
+    const sink = this.#sink;
+    const pending = this.#pending;
+    if (sink === undefined || pending === undefined || this.#paused) return;
+    this.#pending = undefined;
+    try {
+      this.#paused = !sink.push(pending.value);
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+
+  #finish(): void {
+    this.#ended = true;
+    this.#pending = undefined;
+    const leave = this.#leave;
+    this.#leave = undefined;
+    leave?.();
+  }
+}
