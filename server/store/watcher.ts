@@ -6,6 +6,12 @@ export interface Snapshot<T = unknown> {
   readonly value: T;
 }
 
+/** A read of the iterator that waits for the next lists. */
+interface WaitingRead<T> {
+  resolve(result: IteratorResult<T>): void;
+  reject(error: unknown): void;
+}
+
 const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
 
 /**
@@ -23,7 +29,7 @@ export class Watcher<T = unknown> implements AsyncIterableIterator<T>, PushSourc
   #failed = false;
   #error: unknown;
   #ended = false;
-  #waiting: { resolve(result: IteratorResult<T>): void; reject(error: unknown): void } | undefined;
+  #waiting: WaitingRead<T> | undefined;
   /** The sink the lists are pushed to, once `pushTo` was called; dropped when told the end. */
   #sink: PushSink<T> | undefined;
   /** The sink answered false: the newest lists wait in `#pending` until it resumes. */
@@ -61,11 +67,7 @@ export class Watcher<T = unknown> implements AsyncIterableIterator<T>, PushSourc
   /** Ends the watch with an error (Redis failed under it), told to its reader once. */
   fail(error: unknown): void {
     if (this.#ended) return;
-    this.#finish();
-    const waiting = this.#waiting;
-    const sink = this.#sink;
-    this.#waiting = undefined;
-    this.#sink = undefined;
+    const { waiting, sink } = this.#finish();
     if (sink !== undefined) {
       sink.end(error);
     } else if (waiting !== undefined) {
@@ -79,11 +81,7 @@ export class Watcher<T = unknown> implements AsyncIterableIterator<T>, PushSourc
   /** Ends the watch cleanly (the client left, or the server shuts down). */
   end(): void {
     if (this.#ended) return;
-    this.#finish();
-    const waiting = this.#waiting;
-    const sink = this.#sink;
-    this.#waiting = undefined;
-    this.#sink = undefined;
+    const { waiting, sink } = this.#finish();
     waiting?.resolve(DONE);
     sink?.end();
   }
@@ -151,11 +149,16 @@ export class Watcher<T = unknown> implements AsyncIterableIterator<T>, PushSourc
     }
   }
 
-  #finish(): void {
+  /** Ends the watch and leaves the channel; answers its reader, to be told how it ended. */
+  #finish(): { waiting: WaitingRead<T> | undefined; sink: PushSink<T> | undefined } {
     this.#ended = true;
     this.#pending = undefined;
+    const reader = { waiting: this.#waiting, sink: this.#sink };
+    this.#waiting = undefined;
+    this.#sink = undefined;
     const leave = this.#leave;
     this.#leave = undefined;
     leave?.();
+    return reader;
   }
 }

@@ -6,6 +6,7 @@ import { createRedisClient } from "../../server/store/scripts.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { putSession, sharedRedisUrl, uniqueId } from "../support/harness.js";
 import {
+  appendOffers,
   appendRaw,
   expectNotOpen,
   expectOpenLimit,
@@ -152,16 +153,7 @@ test("more than 3 open from an older log still list; a restore then stops at the
   const sessionId = await newSession();
   const a = (await offerOne(t.clients, sessionId, "A")).id;
   await t.clients.suggestions.dismissSuggestion(req(sessionId, a));
-  for (const id of ["x1", "x2", "x3", "x4"]) {
-    await appendRaw(t.redis, sessionId, {
-      type: "offered",
-      id,
-      turn: id,
-      title: id,
-      tldr: "t",
-      brief: "b",
-    });
-  }
+  await appendOffers(t.redis, sessionId, "x1", "x2", "x3", "x4");
   expect(ids((await list(sessionId)).open)).toEqual(["x4", "x3", "x2", "x1"]);
   expectOpenLimit(await failureOf(t.clients.suggestions.restoreSuggestion(req(sessionId, a))));
 });

@@ -12,7 +12,7 @@ import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { WatchHub } from "../../server/store/watch-hub.js";
 import { Watcher } from "../../server/store/watcher.js";
 import { eventually, sharedRedisUrl, uniqueId } from "../support/harness.js";
-import { appendRaw, ids } from "../support/lists.js";
+import { appendOffers, ids } from "../support/lists.js";
 
 /*
  * Watches pushed (server/store/push-source.ts), as the gRPC fast path reads them: the
@@ -42,17 +42,9 @@ function recordingSink<T>() {
   return sink satisfies PushSink<T>;
 }
 
-async function offered(sessionId: string, ...offerIds: string[]): Promise<void> {
-  for (const id of offerIds) {
-    await appendRaw(client, sessionId, {
-      type: "offered",
-      id,
-      turn: id,
-      title: id,
-      tldr: "t",
-      brief: "b",
-    });
-  }
+/** Bare offers appended to the session's log. */
+function offered(sessionId: string, ...offerIds: string[]): Promise<void> {
+  return appendOffers(client, sessionId, ...offerIds);
 }
 
 function hubOn() {

@@ -18,7 +18,7 @@ import {
   startTestServer,
   uniqueId,
 } from "../support/harness.js";
-import { appendRaw, ids, watch } from "../support/lists.js";
+import { appendOffers, ids, watch } from "../support/lists.js";
 import { useTestServer } from "../support/server-fixture.js";
 import { offerOne } from "../support/suggest.js";
 
@@ -163,19 +163,8 @@ test("the hub reads a session's lists once for all its watchers and coalesces a 
   const pubsub = new PubSub(() => subscriberConnection(client));
   const hub = new WatchHub(store, pubsub);
   const sessionId = uniqueId();
-  const offerIds: string[] = [];
-  for (let i = 0; i < 3; i++) {
-    const id = `offer-${i}`;
-    await appendRaw(t.redis, sessionId, {
-      type: "offered",
-      id,
-      turn: id,
-      title: id,
-      tldr: "t",
-      brief: "b",
-    });
-    offerIds.push(id);
-  }
+  const offerIds = ["offer-0", "offer-1", "offer-2"];
+  await appendOffers(t.redis, sessionId, ...offerIds);
   // One signal per watcher, as each call has its own in the service.
   const aborts = Array.from({ length: 100 }, () => new AbortController());
   const latest: SuggestionLists[] = [];
@@ -225,14 +214,7 @@ test("a watch ends as its reader or the store ends it: a failed read, an early b
   const pubsub = new PubSub(() => subscriberConnection(client));
   const hub = new WatchHub(store, pubsub);
   const sessionId = uniqueId();
-  await appendRaw(t.redis, sessionId, {
-    type: "offered",
-    id: "a",
-    turn: "a",
-    title: "a",
-    tldr: "t",
-    brief: "b",
-  });
+  await appendOffers(t.redis, sessionId, "a");
 
   // A read that fails after the first lists: the reader gets the error, the channel is left.
   const failing = hub.watch(sessionId, new AbortController().signal);

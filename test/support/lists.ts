@@ -110,6 +110,27 @@ export async function appendRaw(
   return id;
 }
 
+/**
+ * Appends a bare `offered` record for each id straight to the log, as an older writer or
+ * another instance could: its id is also its turn and its title.
+ */
+export async function appendOffers(
+  redis: RedisClient,
+  sessionId: string,
+  ...offerIds: string[]
+): Promise<void> {
+  for (const id of offerIds) {
+    await appendRaw(redis, sessionId, {
+      type: "offered",
+      id,
+      turn: id,
+      title: id,
+      tldr: "t",
+      brief: "b",
+    });
+  }
+}
+
 /** A running WatchSuggestions call whose messages are collected as they come. */
 export interface WatchCapture {
   readonly messages: WatchSuggestionsResponse[];
