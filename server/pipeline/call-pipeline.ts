@@ -162,8 +162,11 @@ class HookedStream implements AsyncIterableIterator<unknown>, PushSource<unknown
     const pushing = pushSourceOf<unknown>(source)?.pushTo({
       push: (message) => sink.push(message),
       end: (error) => {
-        this.#end(error);
-        sink.end(error);
+        try {
+          this.#end(error);
+        } finally {
+          sink.end(error);
+        }
       },
     });
     if (pushing === undefined) return undefined;

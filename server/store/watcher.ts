@@ -69,7 +69,7 @@ export class Watcher<T = unknown> implements AsyncIterableIterator<T>, PushSourc
     if (this.#ended) return;
     const { waiting, sink } = this.#finish();
     if (sink !== undefined) {
-      sink.end(error);
+      tellEnd(sink, error);
     } else if (waiting !== undefined) {
       waiting.reject(error);
     } else {
@@ -83,7 +83,7 @@ export class Watcher<T = unknown> implements AsyncIterableIterator<T>, PushSourc
     if (this.#ended) return;
     const { waiting, sink } = this.#finish();
     waiting?.resolve(DONE);
-    sink?.end();
+    if (sink !== undefined) tellEnd(sink, undefined);
   }
 
   /** The next lists to send; done once ended. One read at a time, as `for await` reads. */
@@ -117,9 +117,9 @@ export class Watcher<T = unknown> implements AsyncIterableIterator<T>, PushSourc
   pushTo(sink: PushSink<T>): Pushing {
     if (this.#failed) {
       this.#failed = false;
-      sink.end(this.#error);
+      tellEnd(sink, this.#error);
     } else if (this.#ended) {
-      sink.end();
+      tellEnd(sink, undefined);
     } else {
       this.#sink = sink;
       this.#deliver();
@@ -136,14 +136,20 @@ export class Watcher<T = unknown> implements AsyncIterableIterator<T>, PushSourc
     };
   }
 
-  /** The waiting lists to the sink, unless it is paused. A sink that throws fails the watch. */
+  /**
+   * The waiting lists to the sink, unless it is paused. It is paused from the push on,
+   * until the push answers true or the sink resumes (within the push, too). A sink that
+   * throws fails its own watch only: this runs within the hub's loop over the chat's
+   * watchers.
+   */
   #deliver(): void {
     const sink = this.#sink;
     const pending = this.#pending;
     if (sink === undefined || pending === undefined || this.#paused) return;
     this.#pending = undefined;
+    this.#paused = true;
     try {
-      this.#paused = !sink.push(pending.value);
+      if (sink.push(pending.value)) this.#paused = false;
     } catch (err) {
       this.fail(err);
     }
@@ -160,5 +166,19 @@ export class Watcher<T = unknown> implements AsyncIterableIterator<T>, PushSourc
     this.#leave = undefined;
     leave?.();
     return reader;
+  }
+}
+
+/**
+ * Tells a sink its watch's end. The end runs within abort listeners (the client left, the
+ * deadline, shutdown) and the hub's loops, where a throw would crash the process or end
+ * the chat's other watches: a sink that throws here has already lost its own watch, and
+ * that is all it loses.
+ */
+function tellEnd<T>(sink: PushSink<T>, error: unknown): void {
+  try {
+    sink.end(error);
+  } catch {
+    // Its watch is over either way.
   }
 }

@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
+import { constants, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import { callerTimeout } from "./call-timeout.js";
@@ -29,9 +29,9 @@ const OK = Object.freeze({ "grpc-status": "0" });
  * handler (WatchSuggestions); a slow client holds the handler back through `drain`. A
  * stream that can push (`Pushable`: every Watch) is written to as its messages come, in
  * the turn that makes them, so one change reaches every watcher of a chat in one loop
- * (server/store/push-source.ts); any other is read with `for await`. Pinned by the Watch
- * tests through gRPC clients (test/e2e/interop-grpc.test.ts, test/e2e/deadlines.test.ts)
- * and test/transport/grpc-server-stream.test.ts.
+ * (server/store/push-source.ts); any other is read with `for await`. Pinned by
+ * test/transport/grpc-server-stream.test.ts, test/e2e/slow-watcher.test.ts and the Watch
+ * tests through gRPC clients (test/e2e/interop-grpc.test.ts, test/e2e/deadlines.test.ts).
  */
 export async function serveServerStream(
   stream: ServerHttp2Stream,
@@ -74,14 +74,23 @@ function pushed(pushable: Pushable, answer: StreamAnswer): boolean {
     else steering[what]();
   };
   steering = pushable.pushTo({
+    // Called within the hub's loop over a chat's watchers: it never throws. A message that
+    // cannot be written ends this call alone, as a throw in the `for await` below does.
     push: (message) => {
-      if (answer.gone) {
+      // A push after the call's end (its stop asked within `pushTo`, not done yet): dropped.
+      if (answer.finished) return false;
+      try {
+        if (answer.gone) {
+          ask("stop");
+          answer.finish(OK);
+          return false;
+        }
+        if (answer.send(message)) return true;
+        void answer.drained().then(() => ask("resume"));
+      } catch (err) {
         ask("stop");
-        answer.finish(OK);
-        return false;
+        answer.fail(err);
       }
-      if (answer.send(message)) return true;
-      void answer.drained().then(() => ask("resume"));
       return false;
     },
     end: (error) => (error === undefined ? answer.finish(OK) : answer.fail(error)),
@@ -103,6 +112,11 @@ class StreamAnswer {
   constructor(stream: ServerHttp2Stream, method: DescMethod) {
     this.#stream = stream;
     this.#method = method;
+  }
+
+  /** The call has ended (`finish`): nothing more is written. */
+  get finished(): boolean {
+    return this.#finished;
   }
 
   /** The client's stream is closed: nothing more can be written. */
@@ -133,19 +147,27 @@ class StreamAnswer {
     });
   }
 
-  /** Ends the call with `status`: in trailers after messages, else trailers-only. Once. */
+  /**
+   * Ends the call with `status`: in trailers after messages, else trailers-only. Once, and
+   * without throwing (a pushed stream ends it from listeners and loops that cannot take a
+   * throw): a stream that cannot take the status is reset.
+   */
   finish(status: Readonly<Record<string, string>>): void {
     if (this.#finished) return;
     this.#finished = true;
     this.context?.ended();
     const stream = this.#stream;
     if (this.gone) return;
-    if (!this.#started) {
-      stream.respond({ ...GRPC_RESPONSE_HEADERS, ...status }, { endStream: true });
-      return;
+    try {
+      if (!this.#started) {
+        stream.respond({ ...GRPC_RESPONSE_HEADERS, ...status }, { endStream: true });
+        return;
+      }
+      stream.once("wantTrailers", () => stream.sendTrailers(status));
+      stream.end();
+    } catch {
+      stream.close(constants.NGHTTP2_INTERNAL_ERROR);
     }
-    stream.once("wantTrailers", () => stream.sendTrailers(status));
-    stream.end();
   }
 
   /** Ends the call with the error's status. */

@@ -165,6 +165,38 @@ describe.each([
     }
   });
 
+  test("a watch with a 300 ms deadline delivers its lists, then the server ends it DEADLINE_EXCEEDED", async () => {
+    const sessionId = await chatWithOffer();
+    const session = http2.connect(server.url);
+    try {
+      const began = Date.now();
+      const { messages, status } = await new Promise<{ messages: number; status: string }>(
+        (resolve, reject) => {
+          let messages = 0;
+          const stream = session.request({
+            ":method": "POST",
+            ":path": "/oda.suggest.v1.SuggestionService/WatchSuggestions",
+            "content-type": "application/grpc",
+            "grpc-timeout": "300m",
+            te: "trailers",
+          });
+          stream.on("data", () => messages++);
+          stream.on("trailers", (t) => resolve({ messages, status: String(t["grpc-status"]) }));
+          stream.on("error", reject);
+          const id = Buffer.from(sessionId);
+          stream.end(
+            Buffer.concat([Buffer.from([0, 0, 0, 0, id.length + 2, 0x0a, id.length]), id]),
+          );
+        },
+      );
+      expect(messages).toBe(1);
+      expect(status).toBe(String(Code.DeadlineExceeded));
+      expect(Date.now() - began).toBeGreaterThanOrEqual(250);
+    } finally {
+      session.destroy();
+    }
+  });
+
   /**
    * `buf curl` over gRPC, the schema from reflection, with buf's `--timeout` as the
    * call's deadline (sent as `grpc-timeout`).

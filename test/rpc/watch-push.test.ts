@@ -145,6 +145,48 @@ test("a watch that failed or ended before it is pushed tells its sink at once", 
   expect(late.got).toEqual(["one"]);
 });
 
+test("a sink that resumes within its push is not left paused; one whose end throws harms no other watch", async () => {
+  const waiting = new Watcher<string>();
+  const got: string[] = [];
+  const steering = waiting.pushTo({
+    push: (value) => {
+      got.push(value);
+      steering?.resume();
+      return false;
+    },
+    end: () => {},
+  });
+  waiting.offer({ version: "1", value: "one" });
+  waiting.offer({ version: "2", value: "two" });
+  expect(got).toEqual(["one", "two"]);
+
+  const { store, hub, close } = hubOn();
+  const sessionId = uniqueId();
+  await offered(sessionId, "a");
+  const brokenEnd = {
+    push: () => true,
+    end: () => {
+      throw new Error("the end broke");
+    },
+  };
+  const left = new AbortController();
+  hub.watch(sessionId, left.signal).pushTo(brokenEnd);
+  // Ended first by the hub's close, below: the others are ended all the same.
+  hub.watch(sessionId, new AbortController().signal).pushTo(brokenEnd);
+  const other = recordingSink<SuggestionLists>();
+  hub.watch(sessionId, new AbortController().signal).pushTo(other);
+  const third = recordingSink<SuggestionLists>();
+  hub.watch(sessionId, new AbortController().signal).pushTo(third);
+  await eventually(async () => other.got.length === 1);
+  // Told within the abort listener: a throw there would reach the process.
+  left.abort(new ConnectError("the client left", Code.Canceled));
+  await store.settle(sessionId, "a", "dismissed");
+  await eventually(async () => other.got.length === 2 && third.got.length === 2);
+  await close();
+  expect(other.ends).toEqual([undefined]);
+  expect(third.ends).toEqual([undefined]);
+});
+
 test("the Watch handler's stream pushed: responses, then OK, the deadline's error, or UNAVAILABLE", () => {
   const respond = (value: string) => ({ value });
   const deadline = new AbortController();
