@@ -7,11 +7,12 @@
  * over a chat's watchers writes to every stream in one turn, as the bare node:http2 floor
  * does (bench/fanout-floor.ts).
  *
- * The hub's watcher (store/watch-hub.ts), the Watch handlers (rpc/watched-stream.ts) and
+ * The hub's watcher (store/watcher.ts), the Watch handlers (rpc/watched-stream.ts) and
  * the call pipeline (pipeline/call-pipeline.ts) implement it; the gRPC fast path, which
  * imports nothing of the service, reads it by its shape (transport/handler-types.ts
  * `Pushable`), as it reads `onEnd` (rpc/call-end.ts). connect-node reads the same streams
- * as iterators. Pinned by test/rpc/watch-push.test.ts.
+ *  as iterators. Pinned by test/rpc/watch-push.test.ts and
+ * test/transport/grpc-server-stream.test.ts.
  */
 
 /** What a pushed stream is handed to. */
