@@ -11,7 +11,7 @@
  * the call pipeline (pipeline/call-pipeline.ts) implement it; the gRPC fast path, which
  * imports nothing of the service, reads it by its shape (transport/handler-types.ts
  * `Pushable`), as it reads `onEnd` (rpc/call-end.ts). connect-node reads the same streams
- *  as iterators. Pinned by test/rpc/watch-push.test.ts and
+ * as iterators. Pinned by test/rpc/watch-push.test.ts and
  * test/transport/grpc-server-stream.test.ts.
  */
 
