@@ -2,18 +2,10 @@ import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { constants } from "node:http2";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
-import { callerTimeout } from "./call-timeout.js";
+import { openCall } from "./grpc-call.js";
 import { serveServerStream } from "./grpc-server-stream.js";
-import {
-  frameOf,
-  GRPC_RESPONSE_HEADERS,
-  headerValue,
-  parseFrame,
-  statusOf,
-  toConnectError,
-} from "./grpc-wire.js";
+import { frameOf, GRPC_RESPONSE_HEADERS, statusOf, toConnectError } from "./grpc-wire.js";
 import type { ServedService, StreamHandler } from "./handler-types.js";
-import { LazyContext } from "./lazy-handler-context.js";
 
 /** How the fast path runs. */
 export interface GrpcFastPathOptions {
@@ -142,10 +134,7 @@ async function call(
   options: GrpcFastPathOptions,
   body: Buffer,
 ): Promise<Buffer> {
-  const input = parseFrame(route.method.input, body);
-  const timeout = callerTimeout(headerValue(headers["grpc-timeout"]));
-  if (timeout.error !== undefined) throw timeout.error;
-  const context = new LazyContext(stream, headers, route, options, timeout.timeoutMs);
+  const { input, context } = openCall(stream, headers, route, options, body);
   try {
     return frameOf(route.method.output, await (route.fn as UnaryFn)(input, context));
   } finally {

@@ -1,17 +1,10 @@
 import { constants, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
-import { callerTimeout } from "./call-timeout.js";
-import {
-  frameOf,
-  GRPC_RESPONSE_HEADERS,
-  headerValue,
-  parseFrame,
-  statusOf,
-  toConnectError,
-} from "./grpc-wire.js";
+import { openCall } from "./grpc-call.js";
+import { frameOf, GRPC_RESPONSE_HEADERS, statusOf, toConnectError } from "./grpc-wire.js";
 import { type Pushable, pushableOf } from "./handler-types.js";
-import { LazyContext } from "./lazy-handler-context.js";
+import type { LazyContext } from "./lazy-handler-context.js";
 
 /** A server-streaming method as the fast path routes it. */
 export interface ServerStreamRoute {
@@ -42,10 +35,7 @@ export async function serveServerStream(
 ): Promise<void> {
   const answer = new StreamAnswer(stream, route.method);
   try {
-    const input = parseFrame(route.method.input, body);
-    const timeout = callerTimeout(headerValue(headers["grpc-timeout"]));
-    if (timeout.error !== undefined) throw timeout.error;
-    const context = new LazyContext(stream, headers, route, options, timeout.timeoutMs);
+    const { input, context } = openCall(stream, headers, route, options, body);
     answer.context = context;
     const messages = route.fn(input, context);
     const pushable = pushableOf(messages);
