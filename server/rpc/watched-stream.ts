@@ -18,8 +18,9 @@ export function watchedStream<T, R>(
   respond: (value: T) => R,
   signal: AbortSignal,
 ): AsyncIterableIterator<R> & PushSource<R> {
+  const storeFailure = (err: unknown) => dependencyError(err, "the suggestion store");
   const failed = (err: unknown): never => {
-    throw dependencyError(err, "the suggestion store");
+    throw storeFailure(err);
   };
   /** How a watch that is done ends the call: the deadline's error, or OK. */
   const doneReason = (): ConnectError | undefined => {
@@ -68,14 +69,13 @@ export function watchedStream<T, R>(
             response = respond(value);
           } catch (err) {
             // As the iterator's answer: the call fails, and the watch leaves its channel.
-            end(dependencyError(err, "the suggestion store"));
+            end(storeFailure(err));
             watch.return?.()?.catch(() => {});
             return false;
           }
           return sink.push(response);
         },
-        end: (error) =>
-          end(error === undefined ? doneReason() : dependencyError(error, "the suggestion store")),
+        end: (error) => end(error === undefined ? doneReason() : storeFailure(error)),
       });
     },
   };

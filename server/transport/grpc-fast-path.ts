@@ -4,7 +4,7 @@ import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import { openCall } from "./grpc-call.js";
 import { serveServerStream } from "./grpc-server-stream.js";
-import { frameOf, GRPC_RESPONSE_HEADERS, statusOf, toConnectError } from "./grpc-wire.js";
+import { frameOf, GRPC_OK, GRPC_RESPONSE_HEADERS, statusOf, toConnectError } from "./grpc-wire.js";
 import type { ServedService, StreamHandler } from "./handler-types.js";
 
 /** How the fast path runs. */
@@ -118,7 +118,7 @@ function serve(
         if (answered || stream.destroyed) return;
         answered = true;
         stream.respond(GRPC_RESPONSE_HEADERS, { waitForTrailers: true });
-        stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+        stream.once("wantTrailers", () => stream.sendTrailers(GRPC_OK));
         stream.end(frame);
       },
       (err: unknown) => fail(toConnectError(err)),

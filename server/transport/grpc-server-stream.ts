@@ -2,7 +2,7 @@ import { constants, type IncomingHttpHeaders, type ServerHttp2Stream } from "nod
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import { openCall } from "./grpc-call.js";
-import { frameOf, GRPC_RESPONSE_HEADERS, statusOf, toConnectError } from "./grpc-wire.js";
+import { frameOf, GRPC_OK, GRPC_RESPONSE_HEADERS, statusOf, toConnectError } from "./grpc-wire.js";
 import { type Pushable, pushableOf } from "./handler-types.js";
 import type { LazyContext } from "./lazy-handler-context.js";
 
@@ -12,8 +12,6 @@ export interface ServerStreamRoute {
   readonly method: DescMethod;
   readonly fn: (request: unknown, context: HandlerContext) => AsyncIterable<unknown>;
 }
-
-const OK = Object.freeze({ "grpc-status": "0" });
 
 /**
  * A server-streaming call in binary gRPC on its HTTP/2 stream (grpc-fast-path.ts hands
@@ -44,7 +42,7 @@ export async function serveServerStream(
       if (answer.gone) break;
       if (!answer.send(message)) await answer.drained();
     }
-    answer.finish(OK);
+    answer.finish(GRPC_OK);
   } catch (err) {
     answer.fail(err);
   }
@@ -72,7 +70,7 @@ function pushed(pushable: Pushable, answer: StreamAnswer): boolean {
       try {
         if (answer.gone) {
           ask("stop");
-          answer.finish(OK);
+          answer.finish(GRPC_OK);
           return false;
         }
         if (answer.send(message)) return true;
@@ -83,7 +81,7 @@ function pushed(pushable: Pushable, answer: StreamAnswer): boolean {
       }
       return false;
     },
-    end: (error) => (error === undefined ? answer.finish(OK) : answer.fail(error)),
+    end: (error) => (error === undefined ? answer.finish(GRPC_OK) : answer.fail(error)),
   });
   if (steering === undefined) return false;
   if (asked !== undefined) steering[asked]();

@@ -20,6 +20,9 @@ export const GRPC_RESPONSE_HEADERS = {
   "grpc-accept-encoding": "identity",
 };
 
+/** The trailers of a call that ended OK. */
+export const GRPC_OK: Readonly<Record<string, string>> = Object.freeze({ "grpc-status": "0" });
+
 /** A response message in its gRPC frame; a frozen message's is encoded once (encoded-once.ts). */
 export function frameOf(schema: DescMessage, result: unknown): Buffer {
   const output = isMessage(result, schema) ? result : create(schema, result as never);
