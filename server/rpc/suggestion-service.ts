@@ -1,4 +1,4 @@
-import type { ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { ChatHost } from "../host/chat-host.js";
 import type { EmbeddedChatHost } from "../host/embedded-host.js";
@@ -56,5 +56,8 @@ export function createSuggestionService(
     listWorkspaceSuggestions: (request) => listWorkspaceSuggestions(deps, request),
     watchWorkspaceSuggestions: (request, context) =>
       watchWorkspaceSuggestions(deps, request, context),
+    deleteSuggestions: () => {
+      throw new ConnectError("DeleteSuggestions is not served yet", Code.Unimplemented);
+    },
   };
 }
