@@ -6,6 +6,8 @@ import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2"
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Permission } from "./chat_host_pb.js";
+import { file_oda_suggest_v1_chat_host } from "./chat_host_pb.js";
 import { file_oda_suggest_v1_tool_options } from "./tool_options_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -13,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file oda/suggest/v1/suggestion.proto.
  */
 export const file_oda_suggest_v1_suggestion: GenFile = /*@__PURE__*/
-  fileDesc("Ch9vZGEvc3VnZ2VzdC92MS9zdWdnZXN0aW9uLnByb3RvEg5vZGEuc3VnZ2VzdC52MSLwAgoPU3VnZ2VzdFRhc2tBcmdzEj8KBXRpdGxlGAEgASgJQjDK8xgsCihJbXBlcmF0aXZlIHRpdGxlLCBhdCBtb3N0IDYwIGNoYXJhY3RlcnMuEDwSRQoEdGxkchgCIAEoCUI3yvMYMwouV2h5IGl0IGlzIHdvcnRoIGRvaW5nLCBhdCBtb3N0IDI0MCBjaGFyYWN0ZXJzLhDwARJeCgVicmllZhgDIAEoCUJPyvMYSwpGU2VsZi1jb250YWluZWQgaW5zdHJ1Y3Rpb25zIGZvciB0aGUgbmV3IGNoYXQsIGF0IG1vc3QgNDAwMCBjaGFyYWN0ZXJzLhCgHzp10vMYcQoMc3VnZ2VzdF90YXNrEmFPZmZlciBvbmUgb3V0LW9mLXNjb3BlIGZvbGxvdy11cCB0aGUgdXNlciBjYW4gc3RhcnQgaW4gYSBuZXcgY2hhdDsgbmV2ZXIgZm9yIHdvcmsgeW91IGNhbiBkbyBub3cuInUKD1Rvb2xDYWxsQ29udGV4dBISCgpzZXNzaW9uX2lkGAEgASgJEg8KB3R1cm5faWQYAiABKAkSJwoEcm9sZRgDIAEoDjIZLm9kYS5zdWdnZXN0LnYxLkFnZW50Um9sZRIUCgx0b29sX2NhbGxfaWQYBCABKAkizQIKClN1Z2dlc3Rpb24SCgoCaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIPCgd0dXJuX2lkGAMgASgJEg0KBXRpdGxlGAQgASgJEgwKBHRsZHIYBSABKAkSDQoFYnJpZWYYBiABKAkSLgoFc3RhdGUYByABKA4yHy5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uU3RhdGUSDwoHY2hhdF9pZBgIIAEoCRIuCgpvZmZlcmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpzZXR0bGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgpzZXR0bGVkX2J5GAsgASgOMhcub2RhLnN1Z2dlc3QudjEuU2V0dGxlchIUCgx3b3Jrc3BhY2VfaWQYDCABKAki7gEKClNldHRsZW1lbnQSLgoKc3VnZ2VzdGlvbhgBIAEoCzIaLm9kYS5zdWdnZXN0LnYxLlN1Z2dlc3Rpb24SMgoHb3V0Y29tZRgCIAEoDjIhLm9kYS5zdWdnZXN0LnYxLlNldHRsZW1lbnRPdXRjb21lEisKCnNldHRsZWRfYnkYAyABKA4yFy5vZGEuc3VnZ2VzdC52MS5TZXR0bGVyEg8KB2NoYXRfaWQYBCABKAkSLgoKc2V0dGxlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGY3Vyc29yGAYgASgJIuUCChZXaXRoZHJhd1N1Z2dlc3Rpb25BcmdzEloKBXRpdGxlGAEgASgJQkvK8xhHCkNUaGUgdGl0bGUgb2YgdGhlIHN1Z2dlc3Rpb24gdG8gd2l0aGRyYXcsIGV4YWN0bHkgYXMgeW91IG9mZmVyZWQgaXQuEDwSVAoGcmVhc29uGAIgASgJQkTK8xhACjtXaHkgaXQgaXMgbm8gbG9uZ2VyIHdvcnRoIHN0YXJ0aW5nLCBhdCBtb3N0IDI0MCBjaGFyYWN0ZXJzLhDwATqYAdLzGJMBChN3aXRoZHJhd19zdWdnZXN0aW9uEnxXaXRoZHJhdyBhIGZvbGxvdy11cCB5b3Ugb2ZmZXJlZCBlYXJsaWVyIGluIHRoaXMgY2hhdCB0aGF0IGlzIG5vIGxvbmdlciB3b3J0aCBzdGFydGluZywgZm9yIGV4YW1wbGUgYmVjYXVzZSB5b3UgZGlkIGl0IGhlcmUuIm4KElN1Z2dlc3RUYXNrUmVmdXNhbBItCgZyZWFzb24YASABKA4yHS5vZGEuc3VnZ2VzdC52MS5SZWZ1c2FsUmVhc29uEg0KBWZpZWxkGAIgASgJEg0KBWxpbWl0GAMgASgNEgsKA2dvdBgEIAEoDSKnBAoPU3VnZ2VzdGlvbkVycm9yEgwKBGNvZGUYASABKAkSPQoJbm90X2ZvdW5kGAIgASgLMigub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvbkVycm9yLk5vdEZvdW5kSAASOwoIbm90X29wZW4YAyABKAsyJy5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uRXJyb3IuTm90T3BlbkgAEj8KCm9wZW5fbGltaXQYBCABKAsyKS5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uRXJyb3IuT3BlbkxpbWl0SAASTQoRd29ya3NwYWNlX21pc3NpbmcYBSABKAsyMC5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uRXJyb3IuV29ya3NwYWNlTWlzc2luZ0gAGiEKCE5vdEZvdW5kEhUKDXN1Z2dlc3Rpb25faWQYASABKAkaUAoHTm90T3BlbhIVCg1zdWdnZXN0aW9uX2lkGAEgASgJEi4KBXN0YXRlGAIgASgOMh8ub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvblN0YXRlGhoKCU9wZW5MaW1pdBINCgVsaW1pdBgBIAEoDRpeChBXb3Jrc3BhY2VNaXNzaW5nEhIKCnNlc3Npb25faWQYASABKAkSNgoGcmVhc29uGAIgASgOMiYub2RhLnN1Z2dlc3QudjEuV29ya3NwYWNlTWlzc2luZ1JlYXNvbkIJCgdwYXlsb2FkKnYKCUFnZW50Um9sZRIaChZBR0VOVF9ST0xFX1VOU1BFQ0lGSUVEEAASGAoUQUdFTlRfUk9MRV9UT1BfTEVWRUwQARIVChFBR0VOVF9ST0xFX0hFTFBFUhACEhwKGEFHRU5UX1JPTEVfRk9SS0VEX0hFTFBFUhADKqoBCg9TdWdnZXN0aW9uU3RhdGUSIAocU1VHR0VTVElPTl9TVEFURV9VTlNQRUNJRklFRBAAEhkKFVNVR0dFU1RJT05fU1RBVEVfT1BFThABEhwKGFNVR0dFU1RJT05fU1RBVEVfU1RBUlRFRBACEhwKGFNVR0dFU1RJT05fU1RBVEVfRFJBRlRFRBADEh4KGlNVR0dFU1RJT05fU1RBVEVfRElTTUlTU0VEEAQqSQoHU2V0dGxlchIXChNTRVRUTEVSX1VOU1BFQ0lGSUVEEAASEgoOU0VUVExFUl9QRVJTT04QARIRCg1TRVRUTEVSX0FHRU5UEAIqugEKEVNldHRsZW1lbnRPdXRjb21lEiIKHlNFVFRMRU1FTlRfT1VUQ09NRV9VTlNQRUNJRklFRBAAEh4KGlNFVFRMRU1FTlRfT1VUQ09NRV9TVEFSVEVEEAESHgoaU0VUVExFTUVOVF9PVVRDT01FX0RSQUZURUQQAhIgChxTRVRUTEVNRU5UX09VVENPTUVfRElTTUlTU0VEEAMSHwobU0VUVExFTUVOVF9PVVRDT01FX1JFU1RPUkVEEAQqgQMKDVJlZnVzYWxSZWFzb24SHgoaUkVGVVNBTF9SRUFTT05fVU5TUEVDSUZJRUQQABIgChxSRUZVU0FMX1JFQVNPTl9OT1RfVE9QX0xFVkVMEAESHQoZUkVGVVNBTF9SRUFTT05fTk9fU0VTU0lPThACEigKJFJFRlVTQUxfUkVBU09OX1NDSEVEVUxFRF9UQVNLX0ZPTERFUhADEh8KG1JFRlVTQUxfUkVBU09OX05PX09QRU5fVFVSThAEEiEKHVJFRlVTQUxfUkVBU09OX0xJRkVUSU1FX0xJTUlUEAUSHQoZUkVGVVNBTF9SRUFTT05fT1BFTl9MSU1JVBAGEh0KGVJFRlVTQUxfUkVBU09OX1RVUk5fTElNSVQQBxIeChpSRUZVU0FMX1JFQVNPTl9GSUVMRF9FTVBUWRAIEiEKHVJFRlVTQUxfUkVBU09OX0ZJRUxEX1RPT19MT05HEAkSIAocUkVGVVNBTF9SRUFTT05fTk9fT1BFTl9PRkZFUhAKKqEBChZXb3Jrc3BhY2VNaXNzaW5nUmVhc29uEigKJFdPUktTUEFDRV9NSVNTSU5HX1JFQVNPTl9VTlNQRUNJRklFRBAAEikKJVdPUktTUEFDRV9NSVNTSU5HX1JFQVNPTl9OT19XT1JLU1BBQ0UQARIyCi5XT1JLU1BBQ0VfTUlTU0lOR19SRUFTT05fU0NIRURVTEVEX1RBU0tfRk9MREVSEAIq3AIKE1N1Z2dlc3Rpb25FcnJvckNvZGUSJQohU1VHR0VTVElPTl9FUlJPUl9DT0RFX1VOU1BFQ0lGSUVEEAASQgofU1VHR0VTVElPTl9FUlJPUl9DT0RFX05PVF9GT1VORBABGh3a8xgZdGFzay1zdWdnZXN0aW9uL25vdC1mb3VuZBJACh5TVUdHRVNUSU9OX0VSUk9SX0NPREVfTk9UX09QRU4QAhoc2vMYGHRhc2stc3VnZ2VzdGlvbi9ub3Qtb3BlbhJECiBTVUdHRVNUSU9OX0VSUk9SX0NPREVfT1BFTl9MSU1JVBADGh7a8xgadGFzay1zdWdnZXN0aW9uL29wZW4tbGltaXQSUgonU1VHR0VTVElPTl9FUlJPUl9DT0RFX1dPUktTUEFDRV9NSVNTSU5HEAQaJdrzGCF0YXNrLXN1Z2dlc3Rpb24vd29ya3NwYWNlLW1pc3NpbmdiBnByb3RvMw", [file_google_protobuf_timestamp, file_oda_suggest_v1_tool_options]);
+  fileDesc("Ch9vZGEvc3VnZ2VzdC92MS9zdWdnZXN0aW9uLnByb3RvEg5vZGEuc3VnZ2VzdC52MSLwAgoPU3VnZ2VzdFRhc2tBcmdzEj8KBXRpdGxlGAEgASgJQjDK8xgsCihJbXBlcmF0aXZlIHRpdGxlLCBhdCBtb3N0IDYwIGNoYXJhY3RlcnMuEDwSRQoEdGxkchgCIAEoCUI3yvMYMwouV2h5IGl0IGlzIHdvcnRoIGRvaW5nLCBhdCBtb3N0IDI0MCBjaGFyYWN0ZXJzLhDwARJeCgVicmllZhgDIAEoCUJPyvMYSwpGU2VsZi1jb250YWluZWQgaW5zdHJ1Y3Rpb25zIGZvciB0aGUgbmV3IGNoYXQsIGF0IG1vc3QgNDAwMCBjaGFyYWN0ZXJzLhCgHzp10vMYcQoMc3VnZ2VzdF90YXNrEmFPZmZlciBvbmUgb3V0LW9mLXNjb3BlIGZvbGxvdy11cCB0aGUgdXNlciBjYW4gc3RhcnQgaW4gYSBuZXcgY2hhdDsgbmV2ZXIgZm9yIHdvcmsgeW91IGNhbiBkbyBub3cuInUKD1Rvb2xDYWxsQ29udGV4dBISCgpzZXNzaW9uX2lkGAEgASgJEg8KB3R1cm5faWQYAiABKAkSJwoEcm9sZRgDIAEoDjIZLm9kYS5zdWdnZXN0LnYxLkFnZW50Um9sZRIUCgx0b29sX2NhbGxfaWQYBCABKAkizwMKClN1Z2dlc3Rpb24SCgoCaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIPCgd0dXJuX2lkGAMgASgJEg0KBXRpdGxlGAQgASgJEgwKBHRsZHIYBSABKAkSDQoFYnJpZWYYBiABKAkSLgoFc3RhdGUYByABKA4yHy5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uU3RhdGUSDwoHY2hhdF9pZBgIIAEoCRIuCgpvZmZlcmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpzZXR0bGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgpzZXR0bGVkX2J5GAsgASgOMhcub2RhLnN1Z2dlc3QudjEuU2V0dGxlchIUCgx3b3Jrc3BhY2VfaWQYDCABKAkSMwoNc3RhcnRfb3B0aW9ucxgNIAEoCzIcLm9kYS5zdWdnZXN0LnYxLlN0YXJ0T3B0aW9ucxI1Cg5kaXNtaXNzX3JlYXNvbhgOIAEoDjIdLm9kYS5zdWdnZXN0LnYxLkRpc21pc3NSZWFzb24SFAoMZGlzbWlzc19ub3RlGA8gASgJIlwKDFN0YXJ0T3B0aW9ucxINCgVtb2RlbBgBIAEoCRIuCgpwZXJtaXNzaW9uGAIgASgOMhoub2RhLnN1Z2dlc3QudjEuUGVybWlzc2lvbhINCgVicmllZhgDIAEoCSLwAgoKU2V0dGxlbWVudBIuCgpzdWdnZXN0aW9uGAEgASgLMhoub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvbhIyCgdvdXRjb21lGAIgASgOMiEub2RhLnN1Z2dlc3QudjEuU2V0dGxlbWVudE91dGNvbWUSKwoKc2V0dGxlZF9ieRgDIAEoDjIXLm9kYS5zdWdnZXN0LnYxLlNldHRsZXISDwoHY2hhdF9pZBgEIAEoCRIuCgpzZXR0bGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZjdXJzb3IYBiABKAkSMwoNc3RhcnRfb3B0aW9ucxgHIAEoCzIcLm9kYS5zdWdnZXN0LnYxLlN0YXJ0T3B0aW9ucxI1Cg5kaXNtaXNzX3JlYXNvbhgIIAEoDjIdLm9kYS5zdWdnZXN0LnYxLkRpc21pc3NSZWFzb24SFAoMZGlzbWlzc19ub3RlGAkgASgJIuUCChZXaXRoZHJhd1N1Z2dlc3Rpb25BcmdzEloKBXRpdGxlGAEgASgJQkvK8xhHCkNUaGUgdGl0bGUgb2YgdGhlIHN1Z2dlc3Rpb24gdG8gd2l0aGRyYXcsIGV4YWN0bHkgYXMgeW91IG9mZmVyZWQgaXQuEDwSVAoGcmVhc29uGAIgASgJQkTK8xhACjtXaHkgaXQgaXMgbm8gbG9uZ2VyIHdvcnRoIHN0YXJ0aW5nLCBhdCBtb3N0IDI0MCBjaGFyYWN0ZXJzLhDwATqYAdLzGJMBChN3aXRoZHJhd19zdWdnZXN0aW9uEnxXaXRoZHJhdyBhIGZvbGxvdy11cCB5b3Ugb2ZmZXJlZCBlYXJsaWVyIGluIHRoaXMgY2hhdCB0aGF0IGlzIG5vIGxvbmdlciB3b3J0aCBzdGFydGluZywgZm9yIGV4YW1wbGUgYmVjYXVzZSB5b3UgZGlkIGl0IGhlcmUuIm4KElN1Z2dlc3RUYXNrUmVmdXNhbBItCgZyZWFzb24YASABKA4yHS5vZGEuc3VnZ2VzdC52MS5SZWZ1c2FsUmVhc29uEg0KBWZpZWxkGAIgASgJEg0KBWxpbWl0GAMgASgNEgsKA2dvdBgEIAEoDSKnBAoPU3VnZ2VzdGlvbkVycm9yEgwKBGNvZGUYASABKAkSPQoJbm90X2ZvdW5kGAIgASgLMigub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvbkVycm9yLk5vdEZvdW5kSAASOwoIbm90X29wZW4YAyABKAsyJy5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uRXJyb3IuTm90T3BlbkgAEj8KCm9wZW5fbGltaXQYBCABKAsyKS5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uRXJyb3IuT3BlbkxpbWl0SAASTQoRd29ya3NwYWNlX21pc3NpbmcYBSABKAsyMC5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uRXJyb3IuV29ya3NwYWNlTWlzc2luZ0gAGiEKCE5vdEZvdW5kEhUKDXN1Z2dlc3Rpb25faWQYASABKAkaUAoHTm90T3BlbhIVCg1zdWdnZXN0aW9uX2lkGAEgASgJEi4KBXN0YXRlGAIgASgOMh8ub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvblN0YXRlGhoKCU9wZW5MaW1pdBINCgVsaW1pdBgBIAEoDRpeChBXb3Jrc3BhY2VNaXNzaW5nEhIKCnNlc3Npb25faWQYASABKAkSNgoGcmVhc29uGAIgASgOMiYub2RhLnN1Z2dlc3QudjEuV29ya3NwYWNlTWlzc2luZ1JlYXNvbkIJCgdwYXlsb2FkKnYKCUFnZW50Um9sZRIaChZBR0VOVF9ST0xFX1VOU1BFQ0lGSUVEEAASGAoUQUdFTlRfUk9MRV9UT1BfTEVWRUwQARIVChFBR0VOVF9ST0xFX0hFTFBFUhACEhwKGEFHRU5UX1JPTEVfRk9SS0VEX0hFTFBFUhADKqoBCg9TdWdnZXN0aW9uU3RhdGUSIAocU1VHR0VTVElPTl9TVEFURV9VTlNQRUNJRklFRBAAEhkKFVNVR0dFU1RJT05fU1RBVEVfT1BFThABEhwKGFNVR0dFU1RJT05fU1RBVEVfU1RBUlRFRBACEhwKGFNVR0dFU1RJT05fU1RBVEVfRFJBRlRFRBADEh4KGlNVR0dFU1RJT05fU1RBVEVfRElTTUlTU0VEEAQqpwEKDURpc21pc3NSZWFzb24SHgoaRElTTUlTU19SRUFTT05fVU5TUEVDSUZJRUQQABIdChlESVNNSVNTX1JFQVNPTl9OT1RfV0FOVEVEEAESHwobRElTTUlTU19SRUFTT05fQUxSRUFEWV9ET05FEAISHAoYRElTTUlTU19SRUFTT05fRFVQTElDQVRFEAMSGAoURElTTUlTU19SRUFTT05fT1RIRVIQBCpJCgdTZXR0bGVyEhcKE1NFVFRMRVJfVU5TUEVDSUZJRUQQABISCg5TRVRUTEVSX1BFUlNPThABEhEKDVNFVFRMRVJfQUdFTlQQAiq6AQoRU2V0dGxlbWVudE91dGNvbWUSIgoeU0VUVExFTUVOVF9PVVRDT01FX1VOU1BFQ0lGSUVEEAASHgoaU0VUVExFTUVOVF9PVVRDT01FX1NUQVJURUQQARIeChpTRVRUTEVNRU5UX09VVENPTUVfRFJBRlRFRBACEiAKHFNFVFRMRU1FTlRfT1VUQ09NRV9ESVNNSVNTRUQQAxIfChtTRVRUTEVNRU5UX09VVENPTUVfUkVTVE9SRUQQBCrMAwoNUmVmdXNhbFJlYXNvbhIeChpSRUZVU0FMX1JFQVNPTl9VTlNQRUNJRklFRBAAEiAKHFJFRlVTQUxfUkVBU09OX05PVF9UT1BfTEVWRUwQARIdChlSRUZVU0FMX1JFQVNPTl9OT19TRVNTSU9OEAISKAokUkVGVVNBTF9SRUFTT05fU0NIRURVTEVEX1RBU0tfRk9MREVSEAMSHwobUkVGVVNBTF9SRUFTT05fTk9fT1BFTl9UVVJOEAQSIQodUkVGVVNBTF9SRUFTT05fTElGRVRJTUVfTElNSVQQBRIdChlSRUZVU0FMX1JFQVNPTl9PUEVOX0xJTUlUEAYSHQoZUkVGVVNBTF9SRUFTT05fVFVSTl9MSU1JVBAHEh4KGlJFRlVTQUxfUkVBU09OX0ZJRUxEX0VNUFRZEAgSIQodUkVGVVNBTF9SRUFTT05fRklFTERfVE9PX0xPTkcQCRIgChxSRUZVU0FMX1JFQVNPTl9OT19PUEVOX09GRkVSEAoSIQodUkVGVVNBTF9SRUFTT05fRFVQTElDQVRFX09QRU4QCxImCiJSRUZVU0FMX1JFQVNPTl9EVVBMSUNBVEVfRElTTUlTU0VEEAwqoQEKFldvcmtzcGFjZU1pc3NpbmdSZWFzb24SKAokV09SS1NQQUNFX01JU1NJTkdfUkVBU09OX1VOU1BFQ0lGSUVEEAASKQolV09SS1NQQUNFX01JU1NJTkdfUkVBU09OX05PX1dPUktTUEFDRRABEjIKLldPUktTUEFDRV9NSVNTSU5HX1JFQVNPTl9TQ0hFRFVMRURfVEFTS19GT0xERVIQAircAgoTU3VnZ2VzdGlvbkVycm9yQ29kZRIlCiFTVUdHRVNUSU9OX0VSUk9SX0NPREVfVU5TUEVDSUZJRUQQABJCCh9TVUdHRVNUSU9OX0VSUk9SX0NPREVfTk9UX0ZPVU5EEAEaHdrzGBl0YXNrLXN1Z2dlc3Rpb24vbm90LWZvdW5kEkAKHlNVR0dFU1RJT05fRVJST1JfQ09ERV9OT1RfT1BFThACGhza8xgYdGFzay1zdWdnZXN0aW9uL25vdC1vcGVuEkQKIFNVR0dFU1RJT05fRVJST1JfQ09ERV9PUEVOX0xJTUlUEAMaHtrzGBp0YXNrLXN1Z2dlc3Rpb24vb3Blbi1saW1pdBJSCidTVUdHRVNUSU9OX0VSUk9SX0NPREVfV09SS1NQQUNFX01JU1NJTkcQBBol2vMYIXRhc2stc3VnZ2VzdGlvbi93b3Jrc3BhY2UtbWlzc2luZ2IGcHJvdG8z", [file_google_protobuf_timestamp, file_oda_suggest_v1_chat_host, file_oda_suggest_v1_tool_options]);
 
 /**
  * SuggestTaskArgs is the suggest_task tool's input exactly as the model writes it.
@@ -185,6 +187,29 @@ export type Suggestion = Message<"oda.suggest.v1.Suggestion"> & {
    * @generated from field: string workspace_id = 12;
    */
   workspaceId: string;
+
+  /**
+   * The options it was started with; unset unless state is STARTED.
+   *
+   * @generated from field: oda.suggest.v1.StartOptions start_options = 13;
+   */
+  startOptions?: StartOptions | undefined;
+
+  /**
+   * Why the person dismissed it; UNSPECIFIED when no reason was given or it is not
+   * dismissed.
+   *
+   * @generated from field: oda.suggest.v1.DismissReason dismiss_reason = 14;
+   */
+  dismissReason: DismissReason;
+
+  /**
+   * The person's note on the dismissal (trimmed, at most 240 code points); empty when
+   * none was given or it is not dismissed.
+   *
+   * @generated from field: string dismiss_note = 15;
+   */
+  dismissNote: string;
 };
 
 /**
@@ -193,6 +218,45 @@ export type Suggestion = Message<"oda.suggest.v1.Suggestion"> & {
  */
 export const SuggestionSchema: GenMessage<Suggestion> = /*@__PURE__*/
   messageDesc(file_oda_suggest_v1_suggestion, 2);
+
+/**
+ * StartOptions are the person's choices when starting a suggestion. Each is optional:
+ * empty or UNSPECIFIED keeps what the new chat would inherit. The first Start's options
+ * win: a repeated or concurrent Start answers the same chat whatever its options.
+ *
+ * @generated from message oda.suggest.v1.StartOptions
+ */
+export type StartOptions = Message<"oda.suggest.v1.StartOptions"> & {
+  /**
+   * The new chat's model instead of the offering chat's.
+   *
+   * @generated from field: string model = 1;
+   */
+  model: string;
+
+  /**
+   * The new chat's permission: lower than or equal to the one it would inherit; a
+   * higher one is INVALID_ARGUMENT.
+   *
+   * @generated from field: oda.suggest.v1.Permission permission = 2;
+   */
+  permission: Permission;
+
+  /**
+   * The person's edit of the brief (trimmed, 1 to 4000 code points). It is still posted
+   * with author SUGGESTION, marked edited.
+   *
+   * @generated from field: string brief = 3;
+   */
+  brief: string;
+};
+
+/**
+ * Describes the message oda.suggest.v1.StartOptions.
+ * Use `create(StartOptionsSchema)` to create a new message.
+ */
+export const StartOptionsSchema: GenMessage<StartOptions> = /*@__PURE__*/
+  messageDesc(file_oda_suggest_v1_suggestion, 3);
 
 /**
  * Settlement is one settlement the fold accepted, as the offering agent hears of it.
@@ -242,6 +306,27 @@ export type Settlement = Message<"oda.suggest.v1.Settlement"> & {
    * @generated from field: string cursor = 6;
    */
   cursor: string;
+
+  /**
+   * The options a STARTED settlement was made with; unset otherwise.
+   *
+   * @generated from field: oda.suggest.v1.StartOptions start_options = 7;
+   */
+  startOptions?: StartOptions | undefined;
+
+  /**
+   * The person's reason, for DISMISSED; UNSPECIFIED otherwise.
+   *
+   * @generated from field: oda.suggest.v1.DismissReason dismiss_reason = 8;
+   */
+  dismissReason: DismissReason;
+
+  /**
+   * The person's note, for DISMISSED; empty otherwise.
+   *
+   * @generated from field: string dismiss_note = 9;
+   */
+  dismissNote: string;
 };
 
 /**
@@ -249,7 +334,7 @@ export type Settlement = Message<"oda.suggest.v1.Settlement"> & {
  * Use `create(SettlementSchema)` to create a new message.
  */
 export const SettlementSchema: GenMessage<Settlement> = /*@__PURE__*/
-  messageDesc(file_oda_suggest_v1_suggestion, 3);
+  messageDesc(file_oda_suggest_v1_suggestion, 4);
 
 /**
  * WithdrawSuggestionArgs is the withdraw_suggestion tool's input exactly as the model
@@ -278,7 +363,7 @@ export type WithdrawSuggestionArgs = Message<"oda.suggest.v1.WithdrawSuggestionA
  * Use `create(WithdrawSuggestionArgsSchema)` to create a new message.
  */
 export const WithdrawSuggestionArgsSchema: GenMessage<WithdrawSuggestionArgs> = /*@__PURE__*/
-  messageDesc(file_oda_suggest_v1_suggestion, 4);
+  messageDesc(file_oda_suggest_v1_suggestion, 5);
 
 /**
  * SuggestTaskRefusal is the detail of every refused suggest_task (and
@@ -322,7 +407,7 @@ export type SuggestTaskRefusal = Message<"oda.suggest.v1.SuggestTaskRefusal"> & 
  * Use `create(SuggestTaskRefusalSchema)` to create a new message.
  */
 export const SuggestTaskRefusalSchema: GenMessage<SuggestTaskRefusal> = /*@__PURE__*/
-  messageDesc(file_oda_suggest_v1_suggestion, 5);
+  messageDesc(file_oda_suggest_v1_suggestion, 6);
 
 /**
  * SuggestionError is the detail of every failure of the list, settle and start RPCs.
@@ -382,7 +467,7 @@ export type SuggestionError = Message<"oda.suggest.v1.SuggestionError"> & {
  * Use `create(SuggestionErrorSchema)` to create a new message.
  */
 export const SuggestionErrorSchema: GenMessage<SuggestionError> = /*@__PURE__*/
-  messageDesc(file_oda_suggest_v1_suggestion, 6);
+  messageDesc(file_oda_suggest_v1_suggestion, 7);
 
 /**
  * No suggestion with the requested id.
@@ -403,7 +488,7 @@ export type SuggestionError_NotFound = Message<"oda.suggest.v1.SuggestionError.N
  * Use `create(SuggestionError_NotFoundSchema)` to create a new message.
  */
 export const SuggestionError_NotFoundSchema: GenMessage<SuggestionError_NotFound> = /*@__PURE__*/
-  messageDesc(file_oda_suggest_v1_suggestion, 6, 0);
+  messageDesc(file_oda_suggest_v1_suggestion, 7, 0);
 
 /**
  * The suggestion's standing does not allow the call.
@@ -431,7 +516,7 @@ export type SuggestionError_NotOpen = Message<"oda.suggest.v1.SuggestionError.No
  * Use `create(SuggestionError_NotOpenSchema)` to create a new message.
  */
 export const SuggestionError_NotOpenSchema: GenMessage<SuggestionError_NotOpen> = /*@__PURE__*/
-  messageDesc(file_oda_suggest_v1_suggestion, 6, 1);
+  messageDesc(file_oda_suggest_v1_suggestion, 7, 1);
 
 /**
  * A restore would pass the open ceiling.
@@ -452,7 +537,7 @@ export type SuggestionError_OpenLimit = Message<"oda.suggest.v1.SuggestionError.
  * Use `create(SuggestionError_OpenLimitSchema)` to create a new message.
  */
 export const SuggestionError_OpenLimitSchema: GenMessage<SuggestionError_OpenLimit> = /*@__PURE__*/
-  messageDesc(file_oda_suggest_v1_suggestion, 6, 2);
+  messageDesc(file_oda_suggest_v1_suggestion, 7, 2);
 
 /**
  * The offering session cannot start a chat.
@@ -480,7 +565,7 @@ export type SuggestionError_WorkspaceMissing = Message<"oda.suggest.v1.Suggestio
  * Use `create(SuggestionError_WorkspaceMissingSchema)` to create a new message.
  */
 export const SuggestionError_WorkspaceMissingSchema: GenMessage<SuggestionError_WorkspaceMissing> = /*@__PURE__*/
-  messageDesc(file_oda_suggest_v1_suggestion, 6, 3);
+  messageDesc(file_oda_suggest_v1_suggestion, 7, 3);
 
 /**
  * AgentRole says which agent made a tool call. Only the top-level agent may offer.
@@ -572,6 +657,54 @@ export const SuggestionStateSchema: GenEnum<SuggestionState> = /*@__PURE__*/
   enumDesc(file_oda_suggest_v1_suggestion, 1);
 
 /**
+ * DismissReason says why the person dismissed a suggestion.
+ *
+ * @generated from enum oda.suggest.v1.DismissReason
+ */
+export enum DismissReason {
+  /**
+   * No reason given.
+   *
+   * @generated from enum value: DISMISS_REASON_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The person does not want it.
+   *
+   * @generated from enum value: DISMISS_REASON_NOT_WANTED = 1;
+   */
+  NOT_WANTED = 1,
+
+  /**
+   * It is already done.
+   *
+   * @generated from enum value: DISMISS_REASON_ALREADY_DONE = 2;
+   */
+  ALREADY_DONE = 2,
+
+  /**
+   * It repeats another suggestion or task.
+   *
+   * @generated from enum value: DISMISS_REASON_DUPLICATE = 3;
+   */
+  DUPLICATE = 3,
+
+  /**
+   * Another reason, said in the note.
+   *
+   * @generated from enum value: DISMISS_REASON_OTHER = 4;
+   */
+  OTHER = 4,
+}
+
+/**
+ * Describes the enum oda.suggest.v1.DismissReason.
+ */
+export const DismissReasonSchema: GenEnum<DismissReason> = /*@__PURE__*/
+  enumDesc(file_oda_suggest_v1_suggestion, 2);
+
+/**
  * Settler says who settled a suggestion. A settlement recorded without it is the
  * person's.
  *
@@ -604,7 +737,7 @@ export enum Settler {
  * Describes the enum oda.suggest.v1.Settler.
  */
 export const SettlerSchema: GenEnum<Settler> = /*@__PURE__*/
-  enumDesc(file_oda_suggest_v1_suggestion, 2);
+  enumDesc(file_oda_suggest_v1_suggestion, 3);
 
 /**
  * SettlementOutcome is what one settlement record did to its offer.
@@ -652,7 +785,7 @@ export enum SettlementOutcome {
  * Describes the enum oda.suggest.v1.SettlementOutcome.
  */
 export const SettlementOutcomeSchema: GenEnum<SettlementOutcome> = /*@__PURE__*/
-  enumDesc(file_oda_suggest_v1_suggestion, 3);
+  enumDesc(file_oda_suggest_v1_suggestion, 4);
 
 /**
  * RefusalReason names why suggest_task refused a call.
@@ -736,13 +869,28 @@ export enum RefusalReason {
    * @generated from enum value: REFUSAL_REASON_NO_OPEN_OFFER = 10;
    */
   NO_OPEN_OFFER = 10,
+
+  /**
+   * An open offer of the chat has the same title (compared trimmed, lower-cased, inner
+   * white space collapsed).
+   *
+   * @generated from enum value: REFUSAL_REASON_DUPLICATE_OPEN = 11;
+   */
+  DUPLICATE_OPEN = 11,
+
+  /**
+   * The person dismissed an offer of the chat with the same title.
+   *
+   * @generated from enum value: REFUSAL_REASON_DUPLICATE_DISMISSED = 12;
+   */
+  DUPLICATE_DISMISSED = 12,
 }
 
 /**
  * Describes the enum oda.suggest.v1.RefusalReason.
  */
 export const RefusalReasonSchema: GenEnum<RefusalReason> = /*@__PURE__*/
-  enumDesc(file_oda_suggest_v1_suggestion, 4);
+  enumDesc(file_oda_suggest_v1_suggestion, 5);
 
 /**
  * WorkspaceMissingReason says why a session cannot start a chat.
@@ -776,7 +924,7 @@ export enum WorkspaceMissingReason {
  * Describes the enum oda.suggest.v1.WorkspaceMissingReason.
  */
 export const WorkspaceMissingReasonSchema: GenEnum<WorkspaceMissingReason> = /*@__PURE__*/
-  enumDesc(file_oda_suggest_v1_suggestion, 5);
+  enumDesc(file_oda_suggest_v1_suggestion, 6);
 
 /**
  * SuggestionErrorCode names the reference's failure codes; each value carries the
@@ -825,5 +973,5 @@ export enum SuggestionErrorCode {
  * Describes the enum oda.suggest.v1.SuggestionErrorCode.
  */
 export const SuggestionErrorCodeSchema: GenEnum<SuggestionErrorCode> = /*@__PURE__*/
-  enumDesc(file_oda_suggest_v1_suggestion, 6);
+  enumDesc(file_oda_suggest_v1_suggestion, 7);
 

@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Settlement, Suggestion, SuggestTaskArgs, ToolCallContext, WithdrawSuggestionArgs } from "./suggestion_pb.js";
+import type { DismissReason, Settlement, StartOptions, Suggestion, SuggestTaskArgs, ToolCallContext, WithdrawSuggestionArgs } from "./suggestion_pb.js";
 import { file_oda_suggest_v1_suggestion } from "./suggestion_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file oda/suggest/v1/suggestion_service.proto.
  */
 export const file_oda_suggest_v1_suggestion_service: GenFile = /*@__PURE__*/
-  fileDesc("CidvZGEvc3VnZ2VzdC92MS9zdWdnZXN0aW9uX3NlcnZpY2UucHJvdG8SDm9kYS5zdWdnZXN0LnYxInUKElN1Z2dlc3RUYXNrUmVxdWVzdBIwCgdjb250ZXh0GAEgASgLMh8ub2RhLnN1Z2dlc3QudjEuVG9vbENhbGxDb250ZXh0Ei0KBGFyZ3MYAiABKAsyHy5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0VGFza0FyZ3MiVQoTU3VnZ2VzdFRhc2tSZXNwb25zZRIuCgpzdWdnZXN0aW9uGAEgASgLMhoub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvbhIOCgZyZXN1bHQYAiABKAkiLAoWTGlzdFN1Z2dlc3Rpb25zUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJInAKF0xpc3RTdWdnZXN0aW9uc1Jlc3BvbnNlEigKBG9wZW4YASADKAsyGi5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uEisKB3NldHRsZWQYAiADKAsyGi5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uIkEKFEdldFN1Z2dlc3Rpb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFQoNc3VnZ2VzdGlvbl9pZBgCIAEoCSJHChVHZXRTdWdnZXN0aW9uUmVzcG9uc2USLgoKc3VnZ2VzdGlvbhgBIAEoCzIaLm9kYS5zdWdnZXN0LnYxLlN1Z2dlc3Rpb24iQwoWU3RhcnRTdWdnZXN0aW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhUKDXN1Z2dlc3Rpb25faWQYAiABKAkiWgoXU3RhcnRTdWdnZXN0aW9uUmVzcG9uc2USDwoHY2hhdF9pZBgBIAEoCRIuCgpzdWdnZXN0aW9uGAIgASgLMhoub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvbiJDChZEcmFmdFN1Z2dlc3Rpb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFQoNc3VnZ2VzdGlvbl9pZBgCIAEoCSJJChdEcmFmdFN1Z2dlc3Rpb25SZXNwb25zZRIuCgpzdWdnZXN0aW9uGAEgASgLMhoub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvbiJFChhEaXNtaXNzU3VnZ2VzdGlvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIVCg1zdWdnZXN0aW9uX2lkGAIgASgJIksKGURpc21pc3NTdWdnZXN0aW9uUmVzcG9uc2USLgoKc3VnZ2VzdGlvbhgBIAEoCzIaLm9kYS5zdWdnZXN0LnYxLlN1Z2dlc3Rpb24iRQoYUmVzdG9yZVN1Z2dlc3Rpb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFQoNc3VnZ2VzdGlvbl9pZBgCIAEoCSJLChlSZXN0b3JlU3VnZ2VzdGlvblJlc3BvbnNlEi4KCnN1Z2dlc3Rpb24YASABKAsyGi5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uIi0KF1dhdGNoU3VnZ2VzdGlvbnNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkicQoYV2F0Y2hTdWdnZXN0aW9uc1Jlc3BvbnNlEigKBG9wZW4YASADKAsyGi5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uEisKB3NldHRsZWQYAiADKAsyGi5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uIoMBChlXaXRoZHJhd1N1Z2dlc3Rpb25SZXF1ZXN0EjAKB2NvbnRleHQYASABKAsyHy5vZGEuc3VnZ2VzdC52MS5Ub29sQ2FsbENvbnRleHQSNAoEYXJncxgCIAEoCzImLm9kYS5zdWdnZXN0LnYxLldpdGhkcmF3U3VnZ2VzdGlvbkFyZ3MiXAoaV2l0aGRyYXdTdWdnZXN0aW9uUmVzcG9uc2USLgoKc3VnZ2VzdGlvbhgBIAEoCzIaLm9kYS5zdWdnZXN0LnYxLlN1Z2dlc3Rpb24SDgoGcmVzdWx0GAIgASgJIjsKFkxpc3RTZXR0bGVtZW50c1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRINCgVhZnRlchgCIAEoCSJaChdMaXN0U2V0dGxlbWVudHNSZXNwb25zZRIvCgtzZXR0bGVtZW50cxgBIAMoCzIaLm9kYS5zdWdnZXN0LnYxLlNldHRsZW1lbnQSDgoGY3Vyc29yGAIgASgJIl4KH0xpc3RXb3Jrc3BhY2VTdWdnZXN0aW9uc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImwKIExpc3RXb3Jrc3BhY2VTdWdnZXN0aW9uc1Jlc3BvbnNlEi8KC3N1Z2dlc3Rpb25zGAEgAygLMhoub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiOAogV2F0Y2hXb3Jrc3BhY2VTdWdnZXN0aW9uc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJIlQKIVdhdGNoV29ya3NwYWNlU3VnZ2VzdGlvbnNSZXNwb25zZRIvCgtzdWdnZXN0aW9ucxgBIAMoCzIaLm9kYS5zdWdnZXN0LnYxLlN1Z2dlc3Rpb24yhwoKEVN1Z2dlc3Rpb25TZXJ2aWNlElYKC1N1Z2dlc3RUYXNrEiIub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdFRhc2tSZXF1ZXN0GiMub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdFRhc2tSZXNwb25zZRJiCg9MaXN0U3VnZ2VzdGlvbnMSJi5vZGEuc3VnZ2VzdC52MS5MaXN0U3VnZ2VzdGlvbnNSZXF1ZXN0Gicub2RhLnN1Z2dlc3QudjEuTGlzdFN1Z2dlc3Rpb25zUmVzcG9uc2USXAoNR2V0U3VnZ2VzdGlvbhIkLm9kYS5zdWdnZXN0LnYxLkdldFN1Z2dlc3Rpb25SZXF1ZXN0GiUub2RhLnN1Z2dlc3QudjEuR2V0U3VnZ2VzdGlvblJlc3BvbnNlEmIKD1N0YXJ0U3VnZ2VzdGlvbhImLm9kYS5zdWdnZXN0LnYxLlN0YXJ0U3VnZ2VzdGlvblJlcXVlc3QaJy5vZGEuc3VnZ2VzdC52MS5TdGFydFN1Z2dlc3Rpb25SZXNwb25zZRJiCg9EcmFmdFN1Z2dlc3Rpb24SJi5vZGEuc3VnZ2VzdC52MS5EcmFmdFN1Z2dlc3Rpb25SZXF1ZXN0Gicub2RhLnN1Z2dlc3QudjEuRHJhZnRTdWdnZXN0aW9uUmVzcG9uc2USaAoRRGlzbWlzc1N1Z2dlc3Rpb24SKC5vZGEuc3VnZ2VzdC52MS5EaXNtaXNzU3VnZ2VzdGlvblJlcXVlc3QaKS5vZGEuc3VnZ2VzdC52MS5EaXNtaXNzU3VnZ2VzdGlvblJlc3BvbnNlEmgKEVJlc3RvcmVTdWdnZXN0aW9uEigub2RhLnN1Z2dlc3QudjEuUmVzdG9yZVN1Z2dlc3Rpb25SZXF1ZXN0Gikub2RhLnN1Z2dlc3QudjEuUmVzdG9yZVN1Z2dlc3Rpb25SZXNwb25zZRJnChBXYXRjaFN1Z2dlc3Rpb25zEicub2RhLnN1Z2dlc3QudjEuV2F0Y2hTdWdnZXN0aW9uc1JlcXVlc3QaKC5vZGEuc3VnZ2VzdC52MS5XYXRjaFN1Z2dlc3Rpb25zUmVzcG9uc2UwARJrChJXaXRoZHJhd1N1Z2dlc3Rpb24SKS5vZGEuc3VnZ2VzdC52MS5XaXRoZHJhd1N1Z2dlc3Rpb25SZXF1ZXN0Gioub2RhLnN1Z2dlc3QudjEuV2l0aGRyYXdTdWdnZXN0aW9uUmVzcG9uc2USYgoPTGlzdFNldHRsZW1lbnRzEiYub2RhLnN1Z2dlc3QudjEuTGlzdFNldHRsZW1lbnRzUmVxdWVzdBonLm9kYS5zdWdnZXN0LnYxLkxpc3RTZXR0bGVtZW50c1Jlc3BvbnNlEn0KGExpc3RXb3Jrc3BhY2VTdWdnZXN0aW9ucxIvLm9kYS5zdWdnZXN0LnYxLkxpc3RXb3Jrc3BhY2VTdWdnZXN0aW9uc1JlcXVlc3QaMC5vZGEuc3VnZ2VzdC52MS5MaXN0V29ya3NwYWNlU3VnZ2VzdGlvbnNSZXNwb25zZRKCAQoZV2F0Y2hXb3Jrc3BhY2VTdWdnZXN0aW9ucxIwLm9kYS5zdWdnZXN0LnYxLldhdGNoV29ya3NwYWNlU3VnZ2VzdGlvbnNSZXF1ZXN0GjEub2RhLnN1Z2dlc3QudjEuV2F0Y2hXb3Jrc3BhY2VTdWdnZXN0aW9uc1Jlc3BvbnNlMAFiBnByb3RvMw", [file_oda_suggest_v1_suggestion]);
+  fileDesc("CidvZGEvc3VnZ2VzdC92MS9zdWdnZXN0aW9uX3NlcnZpY2UucHJvdG8SDm9kYS5zdWdnZXN0LnYxInUKElN1Z2dlc3RUYXNrUmVxdWVzdBIwCgdjb250ZXh0GAEgASgLMh8ub2RhLnN1Z2dlc3QudjEuVG9vbENhbGxDb250ZXh0Ei0KBGFyZ3MYAiABKAsyHy5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0VGFza0FyZ3MiVQoTU3VnZ2VzdFRhc2tSZXNwb25zZRIuCgpzdWdnZXN0aW9uGAEgASgLMhoub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvbhIOCgZyZXN1bHQYAiABKAkiLAoWTGlzdFN1Z2dlc3Rpb25zUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJInAKF0xpc3RTdWdnZXN0aW9uc1Jlc3BvbnNlEigKBG9wZW4YASADKAsyGi5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uEisKB3NldHRsZWQYAiADKAsyGi5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uIkEKFEdldFN1Z2dlc3Rpb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFQoNc3VnZ2VzdGlvbl9pZBgCIAEoCSJHChVHZXRTdWdnZXN0aW9uUmVzcG9uc2USLgoKc3VnZ2VzdGlvbhgBIAEoCzIaLm9kYS5zdWdnZXN0LnYxLlN1Z2dlc3Rpb24icgoWU3RhcnRTdWdnZXN0aW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhUKDXN1Z2dlc3Rpb25faWQYAiABKAkSLQoHb3B0aW9ucxgDIAEoCzIcLm9kYS5zdWdnZXN0LnYxLlN0YXJ0T3B0aW9ucyJaChdTdGFydFN1Z2dlc3Rpb25SZXNwb25zZRIPCgdjaGF0X2lkGAEgASgJEi4KCnN1Z2dlc3Rpb24YAiABKAsyGi5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uIkMKFkRyYWZ0U3VnZ2VzdGlvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIVCg1zdWdnZXN0aW9uX2lkGAIgASgJIkkKF0RyYWZ0U3VnZ2VzdGlvblJlc3BvbnNlEi4KCnN1Z2dlc3Rpb24YASABKAsyGi5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uIoIBChhEaXNtaXNzU3VnZ2VzdGlvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIVCg1zdWdnZXN0aW9uX2lkGAIgASgJEi0KBnJlYXNvbhgDIAEoDjIdLm9kYS5zdWdnZXN0LnYxLkRpc21pc3NSZWFzb24SDAoEbm90ZRgEIAEoCSJLChlEaXNtaXNzU3VnZ2VzdGlvblJlc3BvbnNlEi4KCnN1Z2dlc3Rpb24YASABKAsyGi5vZGEuc3VnZ2VzdC52MS5TdWdnZXN0aW9uIkUKGFJlc3RvcmVTdWdnZXN0aW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhUKDXN1Z2dlc3Rpb25faWQYAiABKAkiSwoZUmVzdG9yZVN1Z2dlc3Rpb25SZXNwb25zZRIuCgpzdWdnZXN0aW9uGAEgASgLMhoub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvbiJIChdXYXRjaFN1Z2dlc3Rpb25zUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhkKEWhlYXJ0YmVhdF9zZWNvbmRzGAIgASgNIoQBChhXYXRjaFN1Z2dlc3Rpb25zUmVzcG9uc2USKAoEb3BlbhgBIAMoCzIaLm9kYS5zdWdnZXN0LnYxLlN1Z2dlc3Rpb24SKwoHc2V0dGxlZBgCIAMoCzIaLm9kYS5zdWdnZXN0LnYxLlN1Z2dlc3Rpb24SEQoJaGVhcnRiZWF0GAMgASgIIoMBChlXaXRoZHJhd1N1Z2dlc3Rpb25SZXF1ZXN0EjAKB2NvbnRleHQYASABKAsyHy5vZGEuc3VnZ2VzdC52MS5Ub29sQ2FsbENvbnRleHQSNAoEYXJncxgCIAEoCzImLm9kYS5zdWdnZXN0LnYxLldpdGhkcmF3U3VnZ2VzdGlvbkFyZ3MiXAoaV2l0aGRyYXdTdWdnZXN0aW9uUmVzcG9uc2USLgoKc3VnZ2VzdGlvbhgBIAEoCzIaLm9kYS5zdWdnZXN0LnYxLlN1Z2dlc3Rpb24SDgoGcmVzdWx0GAIgASgJIjsKFkxpc3RTZXR0bGVtZW50c1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRINCgVhZnRlchgCIAEoCSJaChdMaXN0U2V0dGxlbWVudHNSZXNwb25zZRIvCgtzZXR0bGVtZW50cxgBIAMoCzIaLm9kYS5zdWdnZXN0LnYxLlNldHRsZW1lbnQSDgoGY3Vyc29yGAIgASgJIl4KH0xpc3RXb3Jrc3BhY2VTdWdnZXN0aW9uc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImwKIExpc3RXb3Jrc3BhY2VTdWdnZXN0aW9uc1Jlc3BvbnNlEi8KC3N1Z2dlc3Rpb25zGAEgAygLMhoub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiUwogV2F0Y2hXb3Jrc3BhY2VTdWdnZXN0aW9uc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhkKEWhlYXJ0YmVhdF9zZWNvbmRzGAIgASgNImcKIVdhdGNoV29ya3NwYWNlU3VnZ2VzdGlvbnNSZXNwb25zZRIvCgtzdWdnZXN0aW9ucxgBIAMoCzIaLm9kYS5zdWdnZXN0LnYxLlN1Z2dlc3Rpb24SEQoJaGVhcnRiZWF0GAIgASgIIi4KGERlbGV0ZVN1Z2dlc3Rpb25zUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIhsKGURlbGV0ZVN1Z2dlc3Rpb25zUmVzcG9uc2UyiwsKEVN1Z2dlc3Rpb25TZXJ2aWNlElYKC1N1Z2dlc3RUYXNrEiIub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdFRhc2tSZXF1ZXN0GiMub2RhLnN1Z2dlc3QudjEuU3VnZ2VzdFRhc2tSZXNwb25zZRJnCg9MaXN0U3VnZ2VzdGlvbnMSJi5vZGEuc3VnZ2VzdC52MS5MaXN0U3VnZ2VzdGlvbnNSZXF1ZXN0Gicub2RhLnN1Z2dlc3QudjEuTGlzdFN1Z2dlc3Rpb25zUmVzcG9uc2UiA5ACARJhCg1HZXRTdWdnZXN0aW9uEiQub2RhLnN1Z2dlc3QudjEuR2V0U3VnZ2VzdGlvblJlcXVlc3QaJS5vZGEuc3VnZ2VzdC52MS5HZXRTdWdnZXN0aW9uUmVzcG9uc2UiA5ACARJiCg9TdGFydFN1Z2dlc3Rpb24SJi5vZGEuc3VnZ2VzdC52MS5TdGFydFN1Z2dlc3Rpb25SZXF1ZXN0Gicub2RhLnN1Z2dlc3QudjEuU3RhcnRTdWdnZXN0aW9uUmVzcG9uc2USYgoPRHJhZnRTdWdnZXN0aW9uEiYub2RhLnN1Z2dlc3QudjEuRHJhZnRTdWdnZXN0aW9uUmVxdWVzdBonLm9kYS5zdWdnZXN0LnYxLkRyYWZ0U3VnZ2VzdGlvblJlc3BvbnNlEmgKEURpc21pc3NTdWdnZXN0aW9uEigub2RhLnN1Z2dlc3QudjEuRGlzbWlzc1N1Z2dlc3Rpb25SZXF1ZXN0Gikub2RhLnN1Z2dlc3QudjEuRGlzbWlzc1N1Z2dlc3Rpb25SZXNwb25zZRJoChFSZXN0b3JlU3VnZ2VzdGlvbhIoLm9kYS5zdWdnZXN0LnYxLlJlc3RvcmVTdWdnZXN0aW9uUmVxdWVzdBopLm9kYS5zdWdnZXN0LnYxLlJlc3RvcmVTdWdnZXN0aW9uUmVzcG9uc2USZwoQV2F0Y2hTdWdnZXN0aW9ucxInLm9kYS5zdWdnZXN0LnYxLldhdGNoU3VnZ2VzdGlvbnNSZXF1ZXN0Gigub2RhLnN1Z2dlc3QudjEuV2F0Y2hTdWdnZXN0aW9uc1Jlc3BvbnNlMAESawoSV2l0aGRyYXdTdWdnZXN0aW9uEikub2RhLnN1Z2dlc3QudjEuV2l0aGRyYXdTdWdnZXN0aW9uUmVxdWVzdBoqLm9kYS5zdWdnZXN0LnYxLldpdGhkcmF3U3VnZ2VzdGlvblJlc3BvbnNlEmcKD0xpc3RTZXR0bGVtZW50cxImLm9kYS5zdWdnZXN0LnYxLkxpc3RTZXR0bGVtZW50c1JlcXVlc3QaJy5vZGEuc3VnZ2VzdC52MS5MaXN0U2V0dGxlbWVudHNSZXNwb25zZSIDkAIBEoIBChhMaXN0V29ya3NwYWNlU3VnZ2VzdGlvbnMSLy5vZGEuc3VnZ2VzdC52MS5MaXN0V29ya3NwYWNlU3VnZ2VzdGlvbnNSZXF1ZXN0GjAub2RhLnN1Z2dlc3QudjEuTGlzdFdvcmtzcGFjZVN1Z2dlc3Rpb25zUmVzcG9uc2UiA5ACARKCAQoZV2F0Y2hXb3Jrc3BhY2VTdWdnZXN0aW9ucxIwLm9kYS5zdWdnZXN0LnYxLldhdGNoV29ya3NwYWNlU3VnZ2VzdGlvbnNSZXF1ZXN0GjEub2RhLnN1Z2dlc3QudjEuV2F0Y2hXb3Jrc3BhY2VTdWdnZXN0aW9uc1Jlc3BvbnNlMAESbQoRRGVsZXRlU3VnZ2VzdGlvbnMSKC5vZGEuc3VnZ2VzdC52MS5EZWxldGVTdWdnZXN0aW9uc1JlcXVlc3QaKS5vZGEuc3VnZ2VzdC52MS5EZWxldGVTdWdnZXN0aW9uc1Jlc3BvbnNlIgOQAgJiBnByb3RvMw", [file_oda_suggest_v1_suggestion]);
 
 /**
  * The tool call: the runtime's context and the model's arguments.
@@ -187,6 +187,13 @@ export type StartSuggestionRequest = Message<"oda.suggest.v1.StartSuggestionRequ
    * @generated from field: string suggestion_id = 2;
    */
   suggestionId: string;
+
+  /**
+   * The person's choices for the new chat; unset: as the offering chat.
+   *
+   * @generated from field: oda.suggest.v1.StartOptions options = 3;
+   */
+  options?: StartOptions | undefined;
 };
 
 /**
@@ -292,6 +299,20 @@ export type DismissSuggestionRequest = Message<"oda.suggest.v1.DismissSuggestion
    * @generated from field: string suggestion_id = 2;
    */
   suggestionId: string;
+
+  /**
+   * Why the person dismisses it; UNSPECIFIED: no reason given.
+   *
+   * @generated from field: oda.suggest.v1.DismissReason reason = 3;
+   */
+  reason: DismissReason;
+
+  /**
+   * The person's note for the offering agent: trimmed, at most 240 code points.
+   *
+   * @generated from field: string note = 4;
+   */
+  note: string;
 };
 
 /**
@@ -383,6 +404,13 @@ export type WatchSuggestionsRequest = Message<"oda.suggest.v1.WatchSuggestionsRe
    * @generated from field: string session_id = 1;
    */
   sessionId: string;
+
+  /**
+   * Seconds between heartbeats while nothing changes: 0 for none, otherwise at least 5.
+   *
+   * @generated from field: uint32 heartbeat_seconds = 2;
+   */
+  heartbeatSeconds: number;
 };
 
 /**
@@ -411,6 +439,14 @@ export type WatchSuggestionsResponse = Message<"oda.suggest.v1.WatchSuggestionsR
    * @generated from field: repeated oda.suggest.v1.Suggestion settled = 2;
    */
   settled: Suggestion[];
+
+  /**
+   * True on a heartbeat: a message that carries no lists and only keeps the stream
+   * alive; the lists last received still stand.
+   *
+   * @generated from field: bool heartbeat = 3;
+   */
+  heartbeat: boolean;
 };
 
 /**
@@ -607,6 +643,13 @@ export type WatchWorkspaceSuggestionsRequest = Message<"oda.suggest.v1.WatchWork
    * @generated from field: string workspace_id = 1;
    */
   workspaceId: string;
+
+  /**
+   * Seconds between heartbeats while nothing changes: 0 for none, otherwise at least 5.
+   *
+   * @generated from field: uint32 heartbeat_seconds = 2;
+   */
+  heartbeatSeconds: number;
 };
 
 /**
@@ -629,6 +672,14 @@ export type WatchWorkspaceSuggestionsResponse = Message<"oda.suggest.v1.WatchWor
    * @generated from field: repeated oda.suggest.v1.Suggestion suggestions = 1;
    */
   suggestions: Suggestion[];
+
+  /**
+   * True on a heartbeat: a message that carries no suggestions and only keeps the
+   * stream alive; the page last received still stands.
+   *
+   * @generated from field: bool heartbeat = 2;
+   */
+  heartbeat: boolean;
 };
 
 /**
@@ -637,6 +688,42 @@ export type WatchWorkspaceSuggestionsResponse = Message<"oda.suggest.v1.WatchWor
  */
 export const WatchWorkspaceSuggestionsResponseSchema: GenMessage<WatchWorkspaceSuggestionsResponse> = /*@__PURE__*/
   messageDesc(file_oda_suggest_v1_suggestion_service, 23);
+
+/**
+ * Erases a chat's suggestions.
+ *
+ * @generated from message oda.suggest.v1.DeleteSuggestionsRequest
+ */
+export type DeleteSuggestionsRequest = Message<"oda.suggest.v1.DeleteSuggestionsRequest"> & {
+  /**
+   * The chat.
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+};
+
+/**
+ * Describes the message oda.suggest.v1.DeleteSuggestionsRequest.
+ * Use `create(DeleteSuggestionsRequestSchema)` to create a new message.
+ */
+export const DeleteSuggestionsRequestSchema: GenMessage<DeleteSuggestionsRequest> = /*@__PURE__*/
+  messageDesc(file_oda_suggest_v1_suggestion_service, 24);
+
+/**
+ * The chat's suggestions are erased.
+ *
+ * @generated from message oda.suggest.v1.DeleteSuggestionsResponse
+ */
+export type DeleteSuggestionsResponse = Message<"oda.suggest.v1.DeleteSuggestionsResponse"> & {
+};
+
+/**
+ * Describes the message oda.suggest.v1.DeleteSuggestionsResponse.
+ * Use `create(DeleteSuggestionsResponseSchema)` to create a new message.
+ */
+export const DeleteSuggestionsResponseSchema: GenMessage<DeleteSuggestionsResponse> = /*@__PURE__*/
+  messageDesc(file_oda_suggest_v1_suggestion_service, 25);
 
 /**
  * SuggestionService records offers on each chat's log and settles them.
@@ -771,6 +858,17 @@ export const SuggestionService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchWorkspaceSuggestionsRequestSchema;
     output: typeof WatchWorkspaceSuggestionsResponseSchema;
+  },
+  /**
+   * Erases a chat's suggestions: its log, settlements, locks, inbox entries and the
+   * embedded host's records of the session. Repeated, it answers the same.
+   *
+   * @generated from rpc oda.suggest.v1.SuggestionService.DeleteSuggestions
+   */
+  deleteSuggestions: {
+    methodKind: "unary";
+    input: typeof DeleteSuggestionsRequestSchema;
+    output: typeof DeleteSuggestionsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_oda_suggest_v1_suggestion_service, 0);
