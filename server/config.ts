@@ -27,6 +27,11 @@ export interface ServiceConfig {
   readonly maxTimeoutMs: number;
   /** How long shutdown waits for calls in flight, in ms. */
   readonly shutdownGraceMs: number;
+  /**
+   * How long the service goes on serving after SIGTERM, not ready (`/readyz` 503), before
+   * it drains, in ms: the time a load balancer takes to stop sending it calls.
+   */
+  readonly shutdownDelayMs: number;
   /** The deadline of a unary call whose caller set none, in ms. */
   readonly defaultDeadlineMs: number;
   /** Bearer tokens and their roles; none: no auth, and loopback only. */
@@ -80,6 +85,7 @@ export const defaultConfig: Readonly<ServiceConfig> = Object.freeze({
   readMaxBytes: 256 * 1024,
   maxTimeoutMs: 60_000,
   shutdownGraceMs: 10_000,
+  shutdownDelayMs: 0,
   defaultDeadlineMs: 30_000,
   authTokens: Object.freeze([]) as readonly TokenGrant[],
   tlsCertFile: undefined,
@@ -223,6 +229,7 @@ export function configFromEnv(env: Env, openFileLimit?: number): ServiceConfig {
     readMaxBytes: integer(env, "MAX_REQUEST_BYTES", defaultConfig.readMaxBytes, 1024, 64 << 20),
     maxTimeoutMs: integer(env, "MAX_DEADLINE_MS", defaultConfig.maxTimeoutMs, 1, 3_600_000),
     shutdownGraceMs: integer(env, "SHUTDOWN_GRACE_MS", defaultConfig.shutdownGraceMs, 0, 600_000),
+    shutdownDelayMs: integer(env, "SHUTDOWN_DELAY_MS", defaultConfig.shutdownDelayMs, 0, 600_000),
     startLockTtlMs: integer(env, "START_LOCK_TTL_MS", defaultConfig.startLockTtlMs, 50, 600_000),
     startLockMaxHoldMs: integer(
       env,

@@ -9,6 +9,7 @@ import { type PipelineOptions, wrapService } from "./pipeline/call-pipeline.js";
 import { traceService } from "./pipeline/tracing.js";
 import { createHealthService } from "./rpc/health.js";
 import { createChatHostService, createLocalHostService } from "./rpc/host-service.js";
+import type { Readiness } from "./rpc/readiness.js";
 import { Reflection } from "./rpc/reflection.js";
 import { createSuggestionService, type SuggestionServiceDeps } from "./rpc/suggestion-service.js";
 import type { ServedService } from "./transport/handler-types.js";
@@ -17,6 +18,8 @@ import type { ServedService } from "./transport/handler-types.js";
 export interface RoutesDeps extends SuggestionServiceDeps {
   /** The concerns every call runs through (auth, checks, logs, metrics, deadlines). */
   readonly pipeline: PipelineOptions;
+  /** Whether the instance should be sent calls, as grpc.health.v1 reports it. */
+  readonly readiness: Readiness;
 }
 
 /**
@@ -42,7 +45,7 @@ export function buildServices(deps: RoutesDeps): readonly ServedService[] {
     serve(LocalHostService, createLocalHostService(deps.embeddedHost));
   }
   const names = served.map((s) => s.service.typeName);
-  serve(Health, createHealthService(deps.store.redis, names));
+  serve(Health, createHealthService(deps.readiness, names));
   const reflection = new Reflection([
     ...served.map((s) => s.service),
     ReflectionV1,

@@ -1,8 +1,10 @@
 import { setMaxListeners } from "node:events";
 import { readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
+import { setTimeout as delay } from "node:timers/promises";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
 import { type Logger, pino } from "pino";
+import { Gauge } from "prom-client";
 import { ConfigError, defaultConfig, type ServiceConfig } from "./config.js";
 import { type ChatHost, createRemoteChatHost } from "./host/chat-host.js";
 import { EmbeddedChatHost } from "./host/embedded-host.js";
@@ -15,11 +17,12 @@ import { logRedisOutages } from "./redis/outage-log.js";
 import { clusterEnabled, type RedisClient, subscriberConnection } from "./redis/redis-client.js";
 import { redact } from "./redis/redis-url.js";
 import { buildServices, type RoutesDeps, routesOf } from "./routes.js";
+import { Readiness } from "./rpc/readiness.js";
 import { PubSub } from "./store/pubsub.js";
 import { createRedisClient } from "./store/scripts.js";
 import { StartLocks } from "./store/start-locks.js";
 import { SuggestionStore } from "./store/suggestion-store.js";
-import { WatchHub } from "./store/watch-hub.js";
+import { shuttingDown, WatchHub } from "./store/watch-hub.js";
 import { WorkspaceInbox } from "./store/workspace-inbox.js";
 import { createConnectAdapter } from "./transport/connect-adapter.js";
 import type { ClientLimits } from "./transport/connection-guard.js";
@@ -32,6 +35,7 @@ import {
   createTlsOnePortServer,
   type OnePortServer,
 } from "./transport/one-port.js";
+import { probes } from "./transport/probes.js";
 import { configureProtobufText } from "./transport/request-text.js";
 import { staticFiles } from "./transport/static-files.js";
 
@@ -44,7 +48,15 @@ export interface SuggestServer {
   readonly redis: RedisClient;
   /** Its logs and metrics. */
   readonly telemetry: Telemetry;
-  /** Stops accepting, lets calls in flight finish within the grace period, closes Redis. */
+  /** Whether it should be sent calls (`GET /readyz`, grpc.health.v1). */
+  readonly readiness: Readiness;
+  /** Watch streams open now (also `suggest_watchers` on /metrics). */
+  readonly watchers: () => number;
+  /**
+   * The shutdown, in the order design.md's "Staying connected" gives: not ready at
+   * once; serving on for `shutdownDelayMs`; then GOAWAY, calls in flight finish within
+   * the grace period, watch streams end UNAVAILABLE, Redis is closed.
+   */
   close(): Promise<void>;
 }
 
@@ -65,6 +77,7 @@ export type ServerSettings = Pick<
       | "grpcFastPath"
       | "singleRedisScripts"
       | "inspectorDir"
+      | "shutdownDelayMs"
     >
   > & {
     /** Where the call log goes; by default pino to stdout at `logLevel`. */
@@ -96,6 +109,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   // Every call in flight (each watcher, too) listens to it until it ends.
   setMaxListeners(0, shutdown.signal);
   const services = buildServices(parts);
+  const readiness = parts.readiness;
   const fastPath =
     settings.grpcFastPath === false
       ? undefined
@@ -105,7 +119,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
         });
   const handler = createConnectAdapter({
     routes: routesOf(services),
-    fallback: metricsFallback(parts.telemetry, settings.inspectorDir),
+    fallback: pagesFallback(parts.telemetry, readiness, settings.inspectorDir),
     readMaxBytes: settings.readMaxBytes,
     shutdownSignal: shutdown.signal,
   });
@@ -115,10 +129,14 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
+      readiness.drain();
+      // A load balancer probing /readyz (or health) stops sending calls meanwhile.
+      const delayMs = settings.shutdownDelayMs ?? defaultConfig.shutdownDelayMs;
+      if (delayMs > 0) await delay(delayMs);
       await connections.drain({
         graceMs: settings.shutdownGraceMs,
-        // Watch streams end once clients have stopped opening new ones.
-        onStreamsClosing: () => shutdown.abort(),
+        // Watch streams end, UNAVAILABLE, once clients have stopped opening new ones.
+        onStreamsClosing: () => shutdown.abort(shuttingDown()),
       });
       // Stops node's HTTP/1.1 timeout checks (the TLS server runs them for TLS).
       (server.h1 ?? server.h2).close();
@@ -128,8 +146,12 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   };
   const scheme = settings.tlsCertFile === undefined ? "http" : "https";
   const hostInUrl = settings.host.includes(":") ? `[${settings.host}]` : settings.host;
-  const { redis, telemetry } = parts;
-  return { url: `${scheme}://${hostInUrl}:${port}`, port, redis, telemetry, close };
+  const { redis, telemetry, watchHub } = parts;
+  const watchers = () => watchHub.watchers;
+  return {
+    ...{ url: `${scheme}://${hostInUrl}:${port}`, port, redis, telemetry },
+    ...{ readiness, watchers, close },
+  };
 }
 
 /** Closes what `createParts` opened: the watchers, Redis, the log's flushing. */
@@ -149,6 +171,7 @@ type Parts = RoutesDeps & {
   readonly watchHub: WatchHub;
   readonly startLocks: StartLocks;
   readonly pubsub: PubSub;
+  readonly readiness: Readiness;
   readonly stopOutageLog: () => void;
   readonly stopLogFlush: () => void;
   /** SINGLE_REDIS_SCRIPTS asked for, on a client of a single Redis. */
@@ -184,6 +207,14 @@ function createParts(settings: ServerSettings): Parts {
   // this instance (test/e2e/watch-scale.test.ts, test/rpc/start-concurrency.test.ts).
   const pubsub = new PubSub(() => subscriberConnection(redis));
   const watchHub = new WatchHub(store, pubsub);
+  new Gauge({
+    name: "suggest_watchers",
+    help: "Watch streams open now.",
+    registers: [telemetry.registry],
+    collect() {
+      this.set(watchHub.watchers);
+    },
+  });
   const embeddedHost = settings.chatHostUrl === undefined ? new EmbeddedChatHost(redis) : undefined;
   const host: ChatHost = traceChatHost(
     embeddedHost ??
@@ -207,6 +238,7 @@ function createParts(settings: ServerSettings): Parts {
     ...{ telemetry, redis, store, host, embeddedHost, watchHub, startLocks, pipeline },
     startInOneScript: embeddedHost !== undefined && singleRedisScripts,
     ...{ pubsub, stopOutageLog, stopLogFlush, singleRedisScripts },
+    readiness: new Readiness(redis),
   };
 }
 
@@ -273,15 +305,19 @@ function clientLimitsOf(settings: ServerSettings): ClientLimits {
 }
 
 /**
- * Serves `GET /metrics` (Prometheus text) and, with `inspectorDir`, the inspector page
- * (`GET /`, server/transport/static-files.ts) beside the RPCs; anything else is 404.
+ * Serves `GET /livez` and `GET /readyz` (transport/probes.ts), `GET /metrics`
+ * (Prometheus text) and, with `inspectorDir`, the inspector page (`GET /`,
+ * server/transport/static-files.ts) beside the RPCs; anything else is 404.
  */
-function metricsFallback(
+function pagesFallback(
   telemetry: Telemetry,
+  readiness: Readiness,
   inspectorDir: string | undefined,
 ): NonNullable<ConnectNodeAdapterOptions["fallback"]> {
   const page = inspectorDir === undefined ? undefined : staticFiles(inspectorDir);
+  const probe = probes(() => readiness.check());
   return (req, res) => {
+    if (probe(req, res)) return;
     if (req.method === "GET" && req.url === "/metrics") {
       void telemetry.registry.metrics().then((text) => {
         res.writeHead(200, { "content-type": telemetry.registry.contentType });

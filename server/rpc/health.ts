@@ -1,20 +1,25 @@
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
-import type { Cluster, Redis } from "ioredis";
 import {
   type Health,
   HealthCheckResponse_ServingStatus as Status,
 } from "../../gen/grpc/health/v1/health_pb.js";
+import type { Readiness } from "./readiness.js";
+
+/** The codes with which the server itself ends a health Watch: its shutdown, the deadline. */
+const SERVER_ENDS: ReadonlySet<Code> = new Set([Code.DeadlineExceeded, Code.Unavailable]);
 
 /**
- * grpc.health.v1: SERVING only while Redis answers. Check pings Redis (bounded by a
- * short timeout); Watch reports at once and then after every change of the Redis
- * connection's state, and ends when the server shuts down or the client leaves.
+ * grpc.health.v1 with the instance's readiness (rpc/readiness.ts): SERVING while Redis
+ * answers and no drain has begun, NOT_SERVING from the moment SIGTERM comes. Check asks
+ * Redis (a PING bounded by a short timeout); Watch reports at once and then after every
+ * change of the Redis connection's state or the drain's start. A Watch the server ends
+ * (shutdown, deadline) ends with that status, UNAVAILABLE for the shutdown, never OK.
  * The empty service name and every served service are known; others are NOT_FOUND.
+ * Pinned by test/e2e/probes.test.ts and test/e2e/interop-grpc.test.ts.
  */
 export function createHealthService(
-  redis: Redis | Cluster,
+  readiness: Readiness,
   services: readonly string[],
-  pingTimeoutMs = 1_000,
 ): ServiceImpl<typeof Health> {
   const known = new Set(["", ...services]);
   const requireKnown = (service: string) => {
@@ -22,22 +27,13 @@ export function createHealthService(
       throw new ConnectError(`unknown service "${service}"`, Code.NotFound);
     }
   };
-  const ping = async (): Promise<Status> => {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<Status>((resolve) => {
-      timer = setTimeout(() => resolve(Status.NOT_SERVING), pingTimeoutMs);
-    });
-    const answer = redis.ping().then(
-      () => Status.SERVING,
-      () => Status.NOT_SERVING,
-    );
-    return Promise.race([answer, timeout]).finally(() => clearTimeout(timer));
-  };
-  const current = () => (redis.status === "ready" ? Status.SERVING : Status.NOT_SERVING);
+  const current = () => (readiness.current() === undefined ? Status.SERVING : Status.NOT_SERVING);
   return {
     async check(request) {
       requireKnown(request.service);
-      return { status: await ping() };
+      return {
+        status: (await readiness.check()) === undefined ? Status.SERVING : Status.NOT_SERVING,
+      };
     },
     async *watch(request, context) {
       if (!known.has(request.service)) {
@@ -50,8 +46,7 @@ export function createHealthService(
         dirty = true;
         wake?.();
       };
-      const events = ["ready", "close", "end", "reconnecting", "error"] as const;
-      for (const e of events) redis.on(e, onChange);
+      const dropChange = readiness.onChange(onChange);
       context.signal.addEventListener("abort", onChange);
       try {
         let last: Status | undefined;
@@ -62,7 +57,11 @@ export function createHealthService(
             });
           }
           dirty = false;
-          if (context.signal.aborted) return;
+          if (context.signal.aborted) {
+            const reason: unknown = context.signal.reason;
+            if (reason instanceof ConnectError && SERVER_ENDS.has(reason.code)) throw reason;
+            return;
+          }
           const status = current();
           if (status !== last) {
             last = status;
@@ -70,7 +69,7 @@ export function createHealthService(
           }
         }
       } finally {
-        for (const e of events) redis.off(e, onChange);
+        dropChange();
         context.signal.removeEventListener("abort", onChange);
       }
     },

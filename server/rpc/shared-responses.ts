@@ -7,6 +7,8 @@ import {
   ListSuggestionsResponseSchema,
   type WatchSuggestionsResponse,
   WatchSuggestionsResponseSchema,
+  type WatchWorkspaceSuggestionsResponse,
+  WatchWorkspaceSuggestionsResponseSchema,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { SuggestionLists } from "../domain/fold.js";
 
@@ -52,6 +54,18 @@ export function watchResponseOf(of: SuggestionLists): WatchSuggestionsResponse {
   }
   return response;
 }
+
+/** WatchSuggestions' heartbeat (`heartbeat = true`, no lists): one frozen message, encoded once. */
+export const WATCH_HEARTBEAT: WatchSuggestionsResponse = frozen(
+  create(WatchSuggestionsResponseSchema, { heartbeat: true }),
+);
+
+/** WatchWorkspaceSuggestions' heartbeat (`heartbeat = true`, no suggestions), encoded once. */
+export const WORKSPACE_WATCH_HEARTBEAT: WatchWorkspaceSuggestionsResponse = (() => {
+  const response = create(WatchWorkspaceSuggestionsResponseSchema, { heartbeat: true });
+  Object.freeze(response.suggestions);
+  return Object.freeze(response);
+})();
 
 /** GetSuggestion's answer for a suggestion, the same object for the same suggestion. */
 export function getResponseOf(suggestion: Suggestion): GetSuggestionResponse {

@@ -5,8 +5,8 @@ import type {
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { requireId } from "../domain/ids.js";
 import type { WatchHub } from "../store/watch-hub.js";
-import { watchResponseOf } from "./shared-responses.js";
-import { watchedStream } from "./watched-stream.js";
+import { WATCH_HEARTBEAT, watchResponseOf } from "./shared-responses.js";
+import { heartbeatMsOf, watchedStream } from "./watched-stream.js";
 
 /** What the watch handler needs. */
 export interface WatchSuggestionsDeps {
@@ -16,9 +16,10 @@ export interface WatchSuggestionsDeps {
 
 /**
  * WatchSuggestions: the lists of ListSuggestions at once, then after every change made
- * through any instance. It ends with OK when the client leaves or the server shuts down,
- * with DEADLINE_EXCEEDED when the call's deadline passes, and with UNAVAILABLE when
- * Redis fails under it (the client watches again).
+ * through any instance; with `heartbeat_seconds`, a `heartbeat = true` message at that
+ * interval while nothing changes. It ends with DEADLINE_EXCEEDED when the call's
+ * deadline passes, and with UNAVAILABLE when the server shuts down or Redis fails under
+ * it (the client watches again); never with OK while the client listens.
  */
 export function watchSuggestions(
   deps: WatchSuggestionsDeps,
@@ -26,7 +27,8 @@ export function watchSuggestions(
   context: HandlerContext,
 ): AsyncIterableIterator<WatchSuggestionsResponse> {
   const sessionId = requireId("session_id", request.sessionId);
+  const heartbeatMs = heartbeatMsOf(request.heartbeatSeconds);
   // One message per version, shared by every watcher of the chat on this instance.
-  const lists = deps.watchHub.watch(sessionId, context.signal);
-  return watchedStream(lists, watchResponseOf, context.signal);
+  const lists = deps.watchHub.watch(sessionId, context.signal, heartbeatMs);
+  return watchedStream(lists, watchResponseOf, context.signal, WATCH_HEARTBEAT);
 }

@@ -15,7 +15,8 @@ import type { WatchHub } from "../store/watch-hub.js";
 import type { InboxEntry } from "../store/workspace-inbox.js";
 import { withInboxEncoding } from "./encoded-response.js";
 import { storeCall } from "./errors.js";
-import { watchedStream } from "./watched-stream.js";
+import { WORKSPACE_WATCH_HEARTBEAT } from "./shared-responses.js";
+import { heartbeatMsOf, watchedStream } from "./watched-stream.js";
 
 /** What the workspace inbox handlers need. */
 export interface WorkspaceSuggestionsDeps {
@@ -51,9 +52,9 @@ export async function listWorkspaceSuggestions(
 /**
  * WatchWorkspaceSuggestions: the first page of ListWorkspaceSuggestions at once, then
  * again after every change in a chat of the workspace made through any instance (the
- * workspace's pub/sub channel). It ends as WatchSuggestions does: OK when the client
- * leaves or the server shuts down, DEADLINE_EXCEEDED at the deadline, UNAVAILABLE when
- * Redis fails under it.
+ * workspace's pub/sub channel), with heartbeats as WatchSuggestions. It ends as
+ * WatchSuggestions does: DEADLINE_EXCEEDED at the deadline, UNAVAILABLE when the server
+ * shuts down or Redis fails under it.
  */
 export function watchWorkspaceSuggestions(
   deps: WorkspaceSuggestionsDeps,
@@ -61,10 +62,11 @@ export function watchWorkspaceSuggestions(
   context: HandlerContext,
 ): AsyncIterableIterator<WatchWorkspaceSuggestionsResponse> {
   const workspaceId = requireId("workspace_id", request.workspaceId);
-  const pages = deps.watchHub.watchWorkspace(workspaceId, context.signal);
+  const heartbeatMs = heartbeatMsOf(request.heartbeatSeconds);
+  const pages = deps.watchHub.watchWorkspace(workspaceId, context.signal, heartbeatMs);
   const respond = (entries: InboxEntry[]) =>
     create(WatchWorkspaceSuggestionsResponseSchema, {
       suggestions: entries.map((e) => e.suggestion),
     });
-  return watchedStream(pages, respond, context.signal);
+  return watchedStream(pages, respond, context.signal, WORKSPACE_WATCH_HEARTBEAT);
 }

@@ -1,17 +1,27 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { SuggestionLists } from "../domain/fold.js";
 import { INBOX_PAGE_SIZE_DEFAULT } from "../domain/inbox-page.js";
+import { HeartbeatClock } from "./heartbeat-clock.js";
 import { sessionKeys, workspaceKeys } from "./keys.js";
 import type { ChannelListener, PubSub } from "./pubsub.js";
 import type { Pushing, PushSink } from "./push-source.js";
 import type { SuggestionStore } from "./suggestion-store.js";
-import { type Snapshot, Watcher } from "./watcher.js";
+import { type Heartbeat, type Snapshot, Watcher } from "./watcher.js";
 import type { InboxEntry } from "./workspace-inbox.js";
 
-/** A watch as the hub hands it: read as an iterator, or pushed (store/push-source.ts). */
+/**
+ * A watch as the hub hands it: read as an iterator, or pushed (store/push-source.ts).
+ * One that asked for heartbeats is a `Watch<T | Heartbeat>`: HEARTBEAT (store/watcher.ts)
+ * comes while nothing changes.
+ */
 export type Watch<T> = AsyncIterableIterator<T> & {
   pushTo(sink: PushSink<T>): Pushing;
 };
+
+/** Why a watch ends when the hub closes (the server shuts down): the client watches again. */
+export function shuttingDown(): ConnectError {
+  return new ConnectError("the server is shutting down", Code.Unavailable);
+}
 
 /** The local watchers of one channel (a session's, a workspace's) and its one subscription. */
 interface SessionWatch {
@@ -45,6 +55,9 @@ export class WatchHub {
   readonly #store: SuggestionStore;
   readonly #pubsub: PubSub;
   readonly #sessions = new Map<string, SessionWatch>();
+  /** The heartbeats of every watch of this hub, on one timer. */
+  readonly #clock = new HeartbeatClock();
+  #watchers = 0;
   #closed = false;
 
   /**
@@ -61,29 +74,61 @@ export class WatchHub {
     return this.#sessions.size;
   }
 
+  /** Watches open now, of sessions and workspaces (for tests and metrics). */
+  get watchers(): number {
+    return this.#watchers;
+  }
+
+  /** Watches whose heartbeats run now. */
+  get beating(): number {
+    return this.#clock.beating;
+  }
+
   /**
    * A session's lists: at once, then after every change, until `signal` aborts (the
    * client left, the deadline passed, the server shuts down) or the hub closes, which
-   * end it cleanly. A Redis failure ends it with UNAVAILABLE.
+   * end it (as the signal's reason tells, rpc/watched-stream.ts), or the hub closes,
+   * which fails it UNAVAILABLE (`shuttingDown`). A Redis failure ends it with
+   * UNAVAILABLE. With `heartbeatMs`, HEARTBEAT comes at that interval while nothing changes.
    */
-  watch(sessionId: string, signal: AbortSignal): Watch<SuggestionLists> {
+  watch(sessionId: string, signal: AbortSignal): Watch<SuggestionLists>;
+  watch(
+    sessionId: string,
+    signal: AbortSignal,
+    heartbeatMs: number,
+  ): Watch<SuggestionLists | Heartbeat>;
+  watch(
+    sessionId: string,
+    signal: AbortSignal,
+    heartbeatMs = 0,
+  ): Watch<SuggestionLists | Heartbeat> {
     const read = async () => {
       const { version, lists } = await this.#store.snapshot(sessionId);
       return { version, value: lists };
     };
-    return this.#watchChannel(sessionKeys(sessionId).changes, read, signal);
+    return this.#watchChannel(sessionKeys(sessionId).changes, read, signal, heartbeatMs);
   }
 
   /**
    * The first page of a workspace's inbox: at once, then after every change in a chat
    * of the workspace (made through any instance), ending as `watch` does.
    */
-  watchWorkspace(workspaceId: string, signal: AbortSignal): Watch<InboxEntry[]> {
+  watchWorkspace(workspaceId: string, signal: AbortSignal): Watch<InboxEntry[]>;
+  watchWorkspace(
+    workspaceId: string,
+    signal: AbortSignal,
+    heartbeatMs: number,
+  ): Watch<InboxEntry[] | Heartbeat>;
+  watchWorkspace(
+    workspaceId: string,
+    signal: AbortSignal,
+    heartbeatMs = 0,
+  ): Watch<InboxEntry[] | Heartbeat> {
     const read = async () => {
       const { entries } = await this.#store.inbox.page(workspaceId, INBOX_PAGE_SIZE_DEFAULT, "");
       return { version: entries.map((e) => e.member).join(" "), value: entries };
     };
-    return this.#watchChannel(workspaceKeys(workspaceId).changes, read, signal);
+    return this.#watchChannel(workspaceKeys(workspaceId).changes, read, signal, heartbeatMs);
   }
 
   /** A watcher of `channel`, joined now, that leaves when it ends. */
@@ -91,29 +136,36 @@ export class WatchHub {
     channel: string,
     read: () => Promise<Snapshot<T>>,
     signal: AbortSignal,
+    heartbeatMs: number,
   ): Watcher<T> {
     if (this.#closed) {
       const refused = new Watcher<T>();
-      refused.fail(new ConnectError("the server is shutting down", Code.Unavailable));
+      refused.fail(shuttingDown());
       return refused;
     }
     const end = () => watcher.end();
     const watcher: Watcher<T> = new Watcher<T>(() => {
+      this.#watchers--;
       signal.removeEventListener("abort", end);
       this.#leave(session, watcher as Watcher);
     });
+    this.#watchers++;
+    if (heartbeatMs > 0) watcher.beatEvery(this.#clock, heartbeatMs);
     const session = this.#join(channel, read, watcher as Watcher);
     signal.addEventListener("abort", end);
     if (signal.aborted) end();
     return watcher;
   }
 
-  /** Ends every watch cleanly and closes the subscriber connection. */
+  /**
+   * Fails every watch UNAVAILABLE (`shuttingDown`: never a clean end, which would tell
+   * a client that nothing more will come) and leaves every channel.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     for (const session of this.#sessions.values()) {
-      for (const watcher of session.watchers) watcher.end();
+      for (const watcher of session.watchers) watcher.fail(shuttingDown());
     }
     for (const session of this.#sessions.values()) {
       this.#pubsub.unlisten(session.channel, session.listener);

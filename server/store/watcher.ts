@@ -1,4 +1,13 @@
+import type { Beating, HeartbeatClock } from "./heartbeat-clock.js";
 import type { Pushing, PushSink, PushSource } from "./push-source.js";
+
+/**
+ * What a watch that asked for heartbeats gives when nothing has been sent to it for its
+ * period: no lists, only a sign of life for proxies that close idle streams. The Watch
+ * handlers answer it with a `heartbeat = true` message (rpc/watched-stream.ts).
+ */
+export const HEARTBEAT: unique symbol = Symbol("heartbeat");
+export type Heartbeat = typeof HEARTBEAT;
 
 /** What a topic's read gives: equal versions, equal values (not sent twice). */
 export interface Snapshot<T = unknown> {
@@ -8,7 +17,7 @@ export interface Snapshot<T = unknown> {
 
 /** A read of the iterator that waits for the next lists. */
 interface WaitingRead<T> {
-  resolve(result: IteratorResult<T>): void;
+  resolve(result: IteratorResult<T | Heartbeat>): void;
   reject(error: unknown): void;
 }
 
@@ -23,7 +32,9 @@ const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value:
  * between the hub and the handler, which one change of a chat with 1,000 watchers would
  * pass through 1,000 times.
  */
-export class Watcher<T = unknown> implements AsyncIterableIterator<T>, PushSource<T> {
+export class Watcher<T = unknown>
+  implements AsyncIterableIterator<T | Heartbeat>, PushSource<T | Heartbeat>
+{
   #pending: Snapshot<T> | undefined;
   #version: string | undefined;
   #failed = false;
@@ -31,15 +42,49 @@ export class Watcher<T = unknown> implements AsyncIterableIterator<T>, PushSourc
   #ended = false;
   #waiting: WaitingRead<T> | undefined;
   /** The sink the lists are pushed to, once `pushTo` was called; dropped when told the end. */
-  #sink: PushSink<T> | undefined;
+  #sink: PushSink<T | Heartbeat> | undefined;
   /** The sink answered false: the newest lists wait in `#pending` until it resumes. */
   #paused = false;
   /** Leaves the channel; run once, when the watch ends however it ends. */
   #leave: (() => void) | undefined;
+  /** The clock of its heartbeats and its entry there, when it asked for them. */
+  #clock: HeartbeatClock | undefined;
+  #beating: Beating | undefined;
 
   /** @param leave run once when the watch ends (the reader stops, or it is ended). */
   constructor(leave?: () => void) {
     this.#leave = leave;
+  }
+
+  /**
+   * From now on, a HEARTBEAT is given every `periodMs` while no lists are offered, on
+   * `clock`'s one timer. A reader that has not taken what it was given gets none: a
+   * stream with something to write is not idle.
+   */
+  beatEvery(clock: HeartbeatClock, periodMs: number): void {
+    if (this.#ended || this.#beating !== undefined) return;
+    this.#clock = clock;
+    this.#beating = clock.add(this, periodMs);
+  }
+
+  /** The clock's call: a HEARTBEAT to a reader that waits, or to a sink that takes it. */
+  beat(): void {
+    if (this.#ended) return;
+    const sink = this.#sink;
+    if (sink !== undefined) {
+      if (this.#paused || this.#pending !== undefined) return;
+      this.#paused = true;
+      try {
+        if (sink.push(HEARTBEAT)) this.#paused = false;
+      } catch (err) {
+        this.fail(err);
+      }
+      return;
+    }
+    const waiting = this.#waiting;
+    if (waiting === undefined) return;
+    this.#waiting = undefined;
+    waiting.resolve({ done: false, value: HEARTBEAT });
   }
 
   [Symbol.asyncIterator](): this {
@@ -50,6 +95,7 @@ export class Watcher<T = unknown> implements AsyncIterableIterator<T>, PushSourc
   offer(snapshot: Snapshot<T>): void {
     if (this.#ended || snapshot.version === this.#version) return;
     this.#version = snapshot.version;
+    if (this.#beating !== undefined) this.#clock?.touch(this.#beating);
     if (this.#sink !== undefined) {
       this.#pending = snapshot;
       this.#deliver();
@@ -87,7 +133,7 @@ export class Watcher<T = unknown> implements AsyncIterableIterator<T>, PushSourc
   }
 
   /** The next lists to send; done once ended. One read at a time, as `for await` reads. */
-  next(): Promise<IteratorResult<T>> {
+  next(): Promise<IteratorResult<T | Heartbeat>> {
     if (this.#failed) {
       this.#failed = false;
       return Promise.reject(this.#error);
@@ -104,7 +150,7 @@ export class Watcher<T = unknown> implements AsyncIterableIterator<T>, PushSourc
   }
 
   /** The reader stops early (it left its loop): the watch ends. */
-  return(): Promise<IteratorResult<T>> {
+  return(): Promise<IteratorResult<T | Heartbeat>> {
     this.end();
     return Promise.resolve(DONE);
   }
@@ -114,7 +160,7 @@ export class Watcher<T = unknown> implements AsyncIterableIterator<T>, PushSourc
    * waiting come at once), and its end is told to it; a watch that has already failed
    * or ended tells it at once.
    */
-  pushTo(sink: PushSink<T>): Pushing {
+  pushTo(sink: PushSink<T | Heartbeat>): Pushing {
     if (this.#failed) {
       this.#failed = false;
       tellEnd(sink, this.#error);
@@ -156,8 +202,13 @@ export class Watcher<T = unknown> implements AsyncIterableIterator<T>, PushSourc
   }
 
   /** Ends the watch and leaves the channel; answers its reader, to be told how it ended. */
-  #finish(): { waiting: WaitingRead<T> | undefined; sink: PushSink<T> | undefined } {
+  #finish(): {
+    waiting: WaitingRead<T> | undefined;
+    sink: PushSink<T | Heartbeat> | undefined;
+  } {
     this.#ended = true;
+    if (this.#beating !== undefined) this.#clock?.remove(this.#beating);
+    this.#beating = undefined;
     this.#pending = undefined;
     const reader = { waiting: this.#waiting, sink: this.#sink };
     this.#waiting = undefined;

@@ -9,7 +9,7 @@ import { PubSub } from "../../server/store/pubsub.js";
 import type { PushSink, PushSource } from "../../server/store/push-source.js";
 import { createRedisClient } from "../../server/store/scripts.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
-import { WatchHub } from "../../server/store/watch-hub.js";
+import { shuttingDown, WatchHub } from "../../server/store/watch-hub.js";
 import { Watcher } from "../../server/store/watcher.js";
 import { eventually, sharedRedisUrl, uniqueId } from "../support/harness.js";
 import { appendOffers, ids } from "../support/lists.js";
@@ -97,7 +97,7 @@ test("pushed: the lists at once, then each change; a paused sink gets only the n
   await close();
 });
 
-test("a sink that throws fails its own watch only; the hub closing ends the others", async () => {
+test("a sink that throws fails its own watch only; the hub closing fails the others UNAVAILABLE", async () => {
   const { store, hub, close } = hubOn();
   const sessionId = uniqueId();
   await offered(sessionId, "a");
@@ -121,7 +121,7 @@ test("a sink that throws fails its own watch only; the hub closing ends the othe
   await eventually(async () => other.got.length === 3);
   expect(throwing.got).toHaveLength(2);
   await close();
-  expect(other.ends).toEqual([undefined]);
+  expect(other.ends).toEqual([shuttingDown()]);
 });
 
 test("a watch that failed or ended before it is pushed tells its sink at once", () => {
@@ -150,7 +150,7 @@ test("a sink that resumes within its push is not left paused; one whose end thro
   const got: string[] = [];
   const steering = waiting.pushTo({
     push: (value) => {
-      got.push(value);
+      got.push(value as string);
       steering?.resume();
       return false;
     },
@@ -183,8 +183,8 @@ test("a sink that resumes within its push is not left paused; one whose end thro
   await store.settle(sessionId, "a", "dismissed");
   await eventually(async () => other.got.length === 2 && third.got.length === 2);
   await close();
-  expect(other.ends).toEqual([undefined]);
-  expect(third.ends).toEqual([undefined]);
+  expect(other.ends).toEqual([shuttingDown()]);
+  expect(third.ends).toEqual([shuttingDown()]);
 });
 
 test("the Watch handler's stream pushed: responses, then OK, the deadline's error, or UNAVAILABLE", () => {

@@ -42,6 +42,7 @@ test("the lists at once, then the new lists after every change", async () => {
   expect(first).toEqual({
     ...(await t.clients.suggestions.listSuggestions({ sessionId })),
     $typeName: first.$typeName,
+    heartbeat: false,
   });
   expect(openIds(first)).toBe(a);
 
@@ -60,6 +61,7 @@ test("the lists at once, then the new lists after every change", async () => {
   expect(drafted).toEqual({
     ...(await t.clients.suggestions.listSuggestions({ sessionId })),
     $typeName: drafted.$typeName,
+    heartbeat: false,
   });
   w.cancel();
   await w.ended;
@@ -136,7 +138,7 @@ test("a client that leaves ends its watch; the channel is left when the last one
   await eventually(async () => (await subscribers(sessionId)) === 0);
 });
 
-test("shutdown ends every watch cleanly and promptly", async () => {
+test("shutdown ends every watch promptly, UNAVAILABLE saying why (never OK)", async () => {
   const own = await startTestServer();
   const ownClients = grpcClients(own.url);
   const sessionId = uniqueId();
@@ -146,7 +148,13 @@ test("shutdown ends every watch cleanly and promptly", async () => {
   const started = Date.now();
   await own.close();
   expect(Date.now() - started).toBeLessThan(1_500);
-  for (const w of watchers) expect(await w.ended).toBeUndefined();
+  for (const w of watchers) {
+    const ended = ConnectError.from(await w.ended);
+    expect([Code[ended.code], ended.rawMessage]).toEqual([
+      "Unavailable",
+      "the server is shutting down",
+    ]);
+  }
   expect(await subscribers(sessionId)).toBe(0);
 });
 
@@ -235,7 +243,8 @@ test("a watch ends as its reader or the store ends it: a failed read, an early b
   }
   expect(hub.watchedSessions).toBe(0);
 
-  // A watch of an aborted signal ends at once; the hub closing ends a waiting one.
+  // A watch of an aborted signal ends at once; the hub closing fails a waiting one
+  // UNAVAILABLE (the server shuts down: the client is to watch again elsewhere).
   const aborted = new AbortController();
   aborted.abort();
   expect(await hub.watch(sessionId, aborted.signal).next()).toEqual({
@@ -245,8 +254,16 @@ test("a watch ends as its reader or the store ends it: a failed read, an early b
   const waiting = hub.watch(sessionId, new AbortController().signal);
   await waiting.next();
   const ended = waiting.next();
+  const endedError = ended.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
   await hub.close();
-  expect(await ended).toEqual({ value: undefined, done: true });
+  const closedError = ConnectError.from(await endedError);
+  expect([closedError.code, closedError.rawMessage]).toEqual([
+    Code.Unavailable,
+    "the server is shutting down",
+  ]);
   expect(hub.watchedSessions).toBe(0);
   // And a closed hub refuses new watches.
   await expect(hub.watch(sessionId, new AbortController().signal).next()).rejects.toThrow(

@@ -1,0 +1,77 @@
+import type { RedisClient } from "../redis/redis-client.js";
+
+/** The one-line reasons `/readyz` and health give for not being ready. */
+export const NOT_READY = Object.freeze({
+  draining: "the server is shutting down",
+  redis: "Redis does not answer",
+});
+
+/** The Redis client's events that change its `status`. */
+const REDIS_EVENTS = ["ready", "close", "end", "reconnecting", "error"] as const;
+
+/**
+ * Whether this instance should be sent calls: Redis answers and no drain has begun
+ * (design.md, "Staying connected"). Liveness is not this: a Redis outage makes every
+ * instance not ready, never not live (`GET /livez` answers while the event loop does).
+ * Read by `GET /readyz` and grpc.health.v1 (rpc/health.ts), both for the empty service
+ * name and oda.suggest.v1.SuggestionService. Pinned by test/e2e/probes.test.ts.
+ */
+export class Readiness {
+  readonly #redis: RedisClient;
+  readonly #pingTimeoutMs: number;
+  readonly #listeners = new Set<() => void>();
+  #draining = false;
+
+  constructor(redis: RedisClient, pingTimeoutMs = 1_000) {
+    this.#redis = redis;
+    this.#pingTimeoutMs = pingTimeoutMs;
+  }
+
+  /** A drain has begun (SIGTERM): not ready from now on. */
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  /** Turns not ready for good, at once; listeners are told. */
+  drain(): void {
+    if (this.#draining) return;
+    this.#draining = true;
+    for (const listener of [...this.#listeners]) listener();
+  }
+
+  /**
+   * Calls `listener` when `current()` may have changed: the drain begins, or the Redis
+   * connection's state changes. Answers what drops it.
+   */
+  onChange(listener: () => void): () => void {
+    const redis = this.#redis;
+    for (const e of REDIS_EVENTS) redis.on(e, listener);
+    this.#listeners.add(listener);
+    return () => {
+      for (const e of REDIS_EVENTS) redis.off(e, listener);
+      this.#listeners.delete(listener);
+    };
+  }
+
+  /** Why it is not ready now, from what is known without asking Redis; undefined: ready. */
+  current(): string | undefined {
+    if (this.#draining) return NOT_READY.draining;
+    return this.#redis.status === "ready" ? undefined : NOT_READY.redis;
+  }
+
+  /** Why it is not ready, Redis asked (a PING within the timeout); undefined: ready. */
+  async check(): Promise<string | undefined> {
+    if (this.#draining) return NOT_READY.draining;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), this.#pingTimeoutMs);
+    });
+    const answered = this.#redis.ping().then(
+      () => true,
+      () => false,
+    );
+    const ok = await Promise.race([answered, timeout]).finally(() => clearTimeout(timer));
+    if (this.#draining) return NOT_READY.draining;
+    return ok ? undefined : NOT_READY.redis;
+  }
+}
