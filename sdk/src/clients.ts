@@ -63,7 +63,10 @@ export type LocalHostClient = Client<typeof LocalHostService>;
  * ```
  */
 export function createSuggestionClient(options: ClientOptions): SuggestionClient {
-  const client = createClient(SuggestionService, clientTransport(options, [typedErrorsInterceptor]));
+  const client = createClient(
+    SuggestionService,
+    clientTransport(options, [typedErrorsInterceptor]),
+  );
   const { method } = SuggestionService;
   return Object.assign(client, {
     watchSuggestions: survivingWatch(

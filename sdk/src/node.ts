@@ -125,8 +125,7 @@ const clients = {
   createSuggestionClient: (options: NodeClientOptions) =>
     coreSuggestionClient(nodeOptions(options)),
   createChatHostClient: (options: NodeClientOptions) => coreChatHostClient(nodeOptions(options)),
-  createLocalHostClient: (options: NodeClientOptions) =>
-    coreLocalHostClient(nodeOptions(options)),
+  createLocalHostClient: (options: NodeClientOptions) => coreLocalHostClient(nodeOptions(options)),
 };
 
 /**

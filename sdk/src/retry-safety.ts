@@ -22,7 +22,10 @@ function stringAt(message: RequestMessage, ...path: string[]): string {
 const SAFE: ReadonlyMap<string, (message: RequestMessage) => boolean> = new Map([
   // A retry with the same (session_id, tool_call_id) answers the first result; without a
   // tool_call_id a repeat would record a second offer (or withdraw a second one).
-  ["oda.suggest.v1.SuggestionService/SuggestTask", (m) => stringAt(m, "context", "toolCallId") !== ""],
+  [
+    "oda.suggest.v1.SuggestionService/SuggestTask",
+    (m) => stringAt(m, "context", "toolCallId") !== "",
+  ],
   [
     "oda.suggest.v1.SuggestionService/WithdrawSuggestion",
     (m) => stringAt(m, "context", "toolCallId") !== "",
@@ -58,5 +61,5 @@ export function isRetrySafe(method: DescMethod, message: RequestMessage): boolea
     return true;
   }
   const rule = SAFE.get(`${method.parent.typeName}/${method.name}`);
-  return rule !== undefined && rule(message);
+  return rule?.(message) === true;
 }

@@ -191,11 +191,7 @@ export function retryInterceptor(policy: RetryPolicy | false = {}): Interceptor 
       try {
         return await next(req);
       } catch (err) {
-        if (
-          attempt >= settings.maxAttempts ||
-          req.signal.aborted ||
-          !isRetryableFailure(err)
-        ) {
+        if (attempt >= settings.maxAttempts || req.signal.aborted || !isRetryableFailure(err)) {
           throw err;
         }
         const wait = backoffMs(settings, attempt);

@@ -81,7 +81,7 @@ export function interceptTransport(
     unary(method, signal, timeoutMs, header, input, contextValues) {
       // The deadline is the whole call's: the interceptors (a retry among them) see it on
       // their signal and as `callDeadline`, and each attempt is given only the time left.
-      const timeout = (timeoutMs ?? defaultTimeoutMs) > 0 ? (timeoutMs ?? defaultTimeoutMs) : 0;
+      const timeout = Math.max(timeoutMs ?? defaultTimeoutMs, 0);
       const deadline = timeout > 0 ? Date.now() + timeout : undefined;
       const values = contextValues ?? createContextValues();
       return runUnaryCall({
@@ -90,7 +90,11 @@ export function interceptTransport(
         ...(deadline === undefined ? {} : { timeoutMs: timeout }),
         req: {
           stream: false,
-          ...requestOf(method, header, deadline === undefined ? values : withDeadline(values, deadline)),
+          ...requestOf(
+            method,
+            header,
+            deadline === undefined ? values : withDeadline(values, deadline),
+          ),
           message: input,
         },
         next: (req) =>

@@ -13,8 +13,8 @@ import {
   retryInterceptor,
   SuggestionService,
 } from "../../sdk/src/node.js";
-import { connectErrorOf, uniqueId } from "../support/harness.js";
 import { type FlakyProxy, startFlakyProxy } from "../support/flaky-proxy.js";
+import { connectErrorOf, uniqueId } from "../support/harness.js";
 import { useTestServer } from "../support/server-fixture.js";
 import { offeredRecords } from "../support/suggest.js";
 
@@ -45,7 +45,7 @@ async function failingServer(
   server.on("stream", (stream) => {
     streams++;
     stream.on("error", () => {});
-    if (stream.session) fail(stream, stream.session);
+    if (stream.session) fail(stream, stream.session as http2.ServerHttp2Session);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
@@ -102,10 +102,7 @@ describe("what connect-node reports for a call that a restart or a proxy breaks"
   test.each(cases)("%s: code and message, retryable", async (_name, fail, code, message) => {
     const server = await failingServer(fail);
     try {
-      const client = createClient(
-        SuggestionService,
-        createGrpcTransport({ baseUrl: server.url }),
-      );
+      const client = createClient(SuggestionService, createGrpcTransport({ baseUrl: server.url }));
       const err = await connectErrorOf(client.listSuggestions({ sessionId: "s-1" }));
       expect([Code[err.code], err.rawMessage]).toEqual([Code[code], message]);
       expect(isRetryableFailure(err)).toBe(true);
@@ -147,10 +144,7 @@ describe("what connect-node reports for a call that a restart or a proxy breaks"
   test("a connection closed under the call: CANCELED, retryable", async () => {
     const server = await failingServer((_stream, session) => session.destroy());
     try {
-      const client = createClient(
-        SuggestionService,
-        createGrpcTransport({ baseUrl: server.url }),
-      );
+      const client = createClient(SuggestionService, createGrpcTransport({ baseUrl: server.url }));
       const err = await connectErrorOf(client.listSuggestions({ sessionId: "s-1" }));
       expect([Code[err.code], err.rawMessage]).toEqual([
         "Canceled",
@@ -326,9 +320,13 @@ describe("retries through a proxy in front of the real service", () => {
     });
     proxy.mode = "refuse";
     const first = proxy.headers.length;
-    const err = await connectErrorOf(client.listSuggestions({ sessionId: "s-1" }, { timeoutMs: 1_000 }));
+    const err = await connectErrorOf(
+      client.listSuggestions({ sessionId: "s-1" }, { timeoutMs: 1_000 }),
+    );
     expect(err.code).toBe(Code.Internal);
-    const attempts = proxy.headers.slice(first).map((h) => Number.parseInt(String(h["grpc-timeout"]), 10));
+    const attempts = proxy.headers
+      .slice(first)
+      .map((h) => Number.parseInt(String(h["grpc-timeout"]), 10));
     expect(attempts.length).toBeGreaterThanOrEqual(1);
     expect(attempts.length).toBeLessThanOrEqual(2);
     // Each attempt asks the server for the time left, never more than the call's.
@@ -349,7 +347,9 @@ describe("retries through a proxy in front of the real service", () => {
     expect(err.code).toBe(Code.Internal);
     expect(proxy.headers.length - first).toBe(1);
     expect(proxy.headers[first]?.["grpc-timeout"]).toMatch(/^\d+m$/);
-    expect(Number.parseInt(String(proxy.headers[first]?.["grpc-timeout"]), 10)).toBeLessThanOrEqual(300);
+    expect(Number.parseInt(String(proxy.headers[first]?.["grpc-timeout"]), 10)).toBeLessThanOrEqual(
+      300,
+    );
   });
 
   test("a caller's abort during the backoff ends the call CANCELED, with no further try", async () => {
@@ -380,7 +380,9 @@ describe("retries through a proxy in front of the real service", () => {
     const client = createClient(SuggestionService, transport);
     proxy.mode = "http-503";
     const first = proxy.headers.length;
-    const err = await connectErrorOf(client.listSuggestions({ sessionId: "s-1" }, { timeoutMs: 1_000 }));
+    const err = await connectErrorOf(
+      client.listSuggestions({ sessionId: "s-1" }, { timeoutMs: 1_000 }),
+    );
     expect(err.code).toBe(Code.Unavailable);
     const timeouts = proxy.headers.slice(first).map((h) => Number(h["connect-timeout-ms"]));
     expect(timeouts.length).toBeGreaterThanOrEqual(1);
@@ -394,4 +396,11 @@ describe("retries through a proxy in front of the real service", () => {
     await client.listSuggestions({ sessionId: "s-1" });
     expect(proxy.headers[first]?.["user-agent"]).toBe("oda-suggest-task-node/1.0.0");
   });
+});
+
+test("SDK_VERSION is the package's version", async () => {
+  const { SDK_VERSION } = await import("../../sdk/src/node.js");
+  const { readFileSync } = await import("node:fs");
+  const pkg = JSON.parse(readFileSync(new URL("../../sdk/package.json", import.meta.url), "utf8"));
+  expect(SDK_VERSION).toBe(pkg.version);
 });

@@ -14,8 +14,8 @@ import {
   WatchSuggestionsResponseSchema,
 } from "../../sdk/src/node.js";
 import { connectErrorOf, tempDir } from "../support/harness.js";
-import { ROOT } from "../support/sdk-consumer.js";
 import { serve } from "../support/sdk-clients.js";
+import { ROOT } from "../support/sdk-consumer.js";
 
 /*
  * The SDK's watches (sdk/src/watch.ts) against a scripted server: each connection plays the

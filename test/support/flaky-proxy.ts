@@ -139,7 +139,8 @@ export async function startFlakyProxy(upstream: string): Promise<FlakyProxy> {
       if (answer["grpc-status"] !== undefined) {
         pairs.delete(pair);
         if (resetAfter) down.close(NGHTTP2_INTERNAL_ERROR);
-        else down.respond({ ...forwardable(answer), [HTTP2_HEADER_STATUS]: 200 }, { endStream: true });
+        else
+          down.respond({ ...forwardable(answer), [HTTP2_HEADER_STATUS]: 200 }, { endStream: true });
         return;
       }
       down.respond(
