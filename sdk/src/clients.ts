@@ -1,6 +1,13 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { ChatHostService, LocalHostService } from "../../gen/oda/suggest/v1/chat_host_pb.js";
-import { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import {
+  SuggestionService,
+  type WatchSuggestionsRequestSchema,
+  type WatchSuggestionsResponse,
+  type WatchWorkspaceSuggestionsRequestSchema,
+  type WatchWorkspaceSuggestionsResponse,
+} from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { typedErrorsInterceptor } from "./errors.js";
 import {
   type CallerOptions,
@@ -8,9 +15,31 @@ import {
   clientTransport,
   withTransport,
 } from "./transport.js";
+import { survivingWatch, type WatchCallOptions } from "./watch.js";
 
-/** A typed client of `SuggestionService`: one promise-returning method per RPC. */
-export type SuggestionClient = Client<typeof SuggestionService>;
+/**
+ * A typed client of `SuggestionService`: one promise-returning method per RPC, and the two
+ * watches as async iterables that survive restarts, drains and proxies (`WatchPolicy`).
+ */
+export type SuggestionClient = Omit<
+  Client<typeof SuggestionService>,
+  "watchSuggestions" | "watchWorkspaceSuggestions"
+> & {
+  /**
+   * The chat's lists at once, then after every change; on the client's defaults it
+   * reconnects after any end that was not the caller's and hides heartbeats (`WatchPolicy`);
+   * `{ raw: true }` gives the server's stream as it is. Leaving the loop ends the call.
+   */
+  watchSuggestions(
+    request: MessageInitShape<typeof WatchSuggestionsRequestSchema>,
+    options?: WatchCallOptions,
+  ): AsyncIterable<WatchSuggestionsResponse>;
+  /** The workspace's first page at once, then after every change; as `watchSuggestions`. */
+  watchWorkspaceSuggestions(
+    request: MessageInitShape<typeof WatchWorkspaceSuggestionsRequestSchema>,
+    options?: WatchCallOptions,
+  ): AsyncIterable<WatchWorkspaceSuggestionsResponse>;
+};
 
 /** A typed client of a chat host's `ChatHostService`. */
 export type ChatHostClient = Client<typeof ChatHostService>;
@@ -24,6 +53,8 @@ export type LocalHostClient = Client<typeof LocalHostService>;
  * `authorization: Bearer <token>`. Failures carrying the service's details are thrown as the
  * SDK's typed errors (`SuggestionNotFoundError`, ..., `SuggestTaskRefusalError`), also when
  * they end a `watchSuggestions` stream; any other error is a plain `ConnectError`.
+ * Retry-safe unary calls are retried after a failure a restart or a proxy causes (`retry`,
+ * `retryInterceptor`), and the watches reconnect (`watch`, `WatchPolicy`).
  *
  * ```ts
  * const transport = createConnectTransport({ baseUrl: "https://suggest.example" });
@@ -32,7 +63,23 @@ export type LocalHostClient = Client<typeof LocalHostService>;
  * ```
  */
 export function createSuggestionClient(options: ClientOptions): SuggestionClient {
-  return createClient(SuggestionService, clientTransport(options, [typedErrorsInterceptor]));
+  const client = createClient(
+    SuggestionService,
+    clientTransport(options, [typedErrorsInterceptor]),
+  );
+  const { method } = SuggestionService;
+  return Object.assign(client, {
+    watchSuggestions: survivingWatch(
+      client.watchSuggestions,
+      method.watchSuggestions.output,
+      options.watch,
+    ),
+    watchWorkspaceSuggestions: survivingWatch(
+      client.watchWorkspaceSuggestions,
+      method.watchWorkspaceSuggestions.output,
+      options.watch,
+    ),
+  });
 }
 
 /**

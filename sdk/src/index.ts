@@ -12,6 +12,8 @@
  * - The tool: `suggestTaskTool` (JSON Schema read from the proto's options), adapters for
  *   Anthropic, OpenAI and MCP, and `callSuggestTaskTool` for the runtime's side of a call;
  *   `withdrawSuggestionTool` and `callWithdrawSuggestionTool` beside them.
+ * - Staying connected: retries of retry-safe calls (`retryInterceptor`, `isRetrySafe`), watches
+ *   that reconnect and hide heartbeats (`WatchPolicy`).
  * - Report-back: `settlementNotes` turns ListSettlements' answer into the model's lines.
  * - Hosts: `chatHostRoutes` to serve `ChatHostService`, `isPersonInstruction`.
  * - Every generated message, enum and service of `oda.suggest.v1`, and `google.rpc.ErrorInfo`.
@@ -54,6 +56,15 @@ export {
   typedErrorsInterceptor,
   WorkspaceMissingError,
 } from "./errors.js";
+export {
+  callDeadline,
+  DEFAULT_RETRY_POLICY,
+  isRetryableFailure,
+  type RetryPolicy,
+  retryInterceptor,
+  type Settled,
+} from "./retry.js";
+export { isRetrySafe } from "./retry-safety.js";
 export { settlementNotes } from "./settlement-notes.js";
 export {
   type AnthropicTool,
@@ -93,6 +104,14 @@ export {
   type TokenSource,
   withTransport,
 } from "./transport.js";
+export { SDK_VERSION } from "./version.js";
+export {
+  DEFAULT_WATCH_POLICY,
+  endOnLeave,
+  survivingWatch,
+  type WatchCallOptions,
+  type WatchPolicy,
+} from "./watch.js";
 export {
   callWithdrawSuggestionTool,
   readWithdrawSuggestionArguments,

@@ -6,6 +6,8 @@ import {
   type Transport,
 } from "@connectrpc/connect";
 import { runStreamingCall, runUnaryCall } from "@connectrpc/connect/protocol";
+import { callDeadline, type RetryPolicy, retryInterceptor } from "./retry.js";
+import type { WatchPolicy } from "./watch.js";
 
 /** A bearer token, or a function that answers the current one before each call. */
 export type TokenSource = string | (() => string | Promise<string>);
@@ -14,8 +16,24 @@ export type TokenSource = string | (() => string | Promise<string>);
 export interface CallerOptions {
   /** Sent as `authorization: Bearer <token>` on every call. */
   readonly token?: TokenSource | undefined;
-  /** More interceptors, run after the SDK's own (outermost first). */
+  /** More interceptors, run after the SDK's own (outermost first), on every attempt of a call. */
   readonly interceptors?: readonly Interceptor[] | undefined;
+  /**
+   * How retry-safe unary calls are retried after a failure a restart or a proxy causes
+   * (`retryInterceptor`); `false`: never. Default `DEFAULT_RETRY_POLICY`.
+   */
+  readonly retry?: RetryPolicy | false | undefined;
+  /**
+   * The deadline of a unary call that sets no `timeoutMs` of its own, retries included;
+   * 0: none. Default: none in the core entry, 30 s in `@oda/suggest-task/node`. Server
+   * streams (the watches) never get one unless the call sets it.
+   */
+  readonly defaultTimeoutMs?: number | undefined;
+  /**
+   * How the clients' `watchSuggestions` and `watchWorkspaceSuggestions` behave: reconnecting,
+   * with heartbeats (`WatchPolicy`, the default), or `false` for the raw stream.
+   */
+  readonly watch?: WatchPolicy | false | undefined;
 }
 
 /**
@@ -55,20 +73,35 @@ export function bearerToken(token: TokenSource): Interceptor {
 export function interceptTransport(
   transport: Transport,
   interceptors: readonly Interceptor[],
+  defaultTimeoutMs = 0,
 ): Transport {
-  if (interceptors.length === 0) return transport;
+  if (interceptors.length === 0 && defaultTimeoutMs <= 0) return transport;
   const list = [...interceptors];
   return {
     unary(method, signal, timeoutMs, header, input, contextValues) {
+      // The deadline is the whole call's: the interceptors (a retry among them) see it on
+      // their signal and as `callDeadline`, and each attempt is given only the time left.
+      const timeout = Math.max(timeoutMs ?? defaultTimeoutMs, 0);
+      const deadline = timeout > 0 ? Date.now() + timeout : undefined;
+      const values = contextValues ?? createContextValues();
       return runUnaryCall({
         interceptors: list,
         ...(signal === undefined ? {} : { signal }),
-        req: { stream: false, ...requestOf(method, header, contextValues), message: input },
+        ...(deadline === undefined ? {} : { timeoutMs: timeout }),
+        req: {
+          stream: false,
+          ...requestOf(
+            method,
+            header,
+            deadline === undefined ? values : withDeadline(values, deadline),
+          ),
+          message: input,
+        },
         next: (req) =>
           transport.unary(
             req.method,
             req.signal,
-            timeoutMs,
+            deadline === undefined ? timeoutMs : Math.max(1, deadline - Date.now()),
             req.header,
             req.message,
             req.contextValues,
@@ -96,18 +129,24 @@ export function interceptTransport(
 
 /**
  * The transport a client of the SDK calls through: the given `transport` wrapped
- * (`interceptTransport`) with `sdkInterceptors`, then a bearer token when `token` is set,
- * then the caller's own interceptors.
+ * (`interceptTransport`, with the default unary deadline) with `sdkInterceptors`, then the
+ * retries (`retryInterceptor`) unless `retry` is `false`, then a bearer token when `token`
+ * is set, then the caller's own interceptors (which see every attempt).
  */
 export function clientTransport(
   options: ClientOptions,
   sdkInterceptors: readonly Interceptor[] = [],
 ): Transport {
-  return interceptTransport(options.transport, [
-    ...sdkInterceptors,
-    ...(options.token === undefined ? [] : [bearerToken(options.token)]),
-    ...(options.interceptors ?? []),
-  ]);
+  return interceptTransport(
+    options.transport,
+    [
+      ...sdkInterceptors,
+      ...(options.retry === false ? [] : [retryInterceptor(options.retry)]),
+      ...(options.token === undefined ? [] : [bearerToken(options.token)]),
+      ...(options.interceptors ?? []),
+    ],
+    options.defaultTimeoutMs,
+  );
 }
 
 /**
@@ -120,8 +159,30 @@ export function withTransport<U extends { readonly baseUrl: string; readonly tra
   make: (options: U) => Transport,
 ): ClientOptions {
   if (options.transport !== undefined) return options;
-  const { token, interceptors, ...url } = options;
-  return { transport: make(url as unknown as U), token, interceptors };
+  const { token, interceptors, retry, defaultTimeoutMs, watch, ...url } = options;
+  return {
+    transport: make(url as unknown as U),
+    token,
+    interceptors,
+    retry,
+    defaultTimeoutMs,
+    watch,
+  };
+}
+
+/** `values` that also answer `callDeadline`, leaving the caller's own object untouched. */
+function withDeadline(values: ContextValues, deadline: number): ContextValues {
+  return {
+    get: (key) => (key.id === callDeadline.id ? (deadline as never) : values.get(key)),
+    set(key, value) {
+      values.set(key, value);
+      return this;
+    },
+    delete(key) {
+      values.delete(key);
+      return this;
+    },
+  };
 }
 
 /** What a unary and a streaming request of the wrapper have in common. */
