@@ -51,9 +51,10 @@ export async function storeProblem(
     if (policy !== undefined && policy !== REQUIRED_POLICY) return evictingMessage(node, policy);
     if (waitReplicas > 0) {
       const info = await node.info("replication");
-      const connected = Number(/^connected_slaves:(\d+)/m.exec(info)?.[1] ?? 0);
+      // Replicas still loading their first copy do not confirm writes yet.
+      const connected = info.match(/^slave\d+:.*state=online/gm)?.length ?? 0;
       if (connected < waitReplicas) {
-        return `REDIS_WAIT_REPLICAS is ${waitReplicas}, and Redis at ${nodeName(node)} has ${connected} replica(s) connected (INFO replication): every write would fail; connect ${waitReplicas} replica(s) to it, or lower REDIS_WAIT_REPLICAS`;
+        return `REDIS_WAIT_REPLICAS is ${waitReplicas}, and Redis at ${nodeName(node)} has ${connected} replica(s) online (INFO replication): every write would fail; connect ${waitReplicas} replica(s) to it, or lower REDIS_WAIT_REPLICAS`;
       }
     }
   }
