@@ -52,6 +52,13 @@ export interface ServiceConfig {
    * (lua/settleStartEmbedded-9.lua). Never on a cluster client.
    */
   readonly singleRedisScripts: boolean;
+  /**
+   * How many replicas must hold each write before it is acknowledged (Redis `WAIT`, sent
+   * with the write); 0: acknowledged once the primary has it (and its AOF, if any).
+   */
+  readonly redisWaitReplicas: number;
+  /** How long a write waits for `redisWaitReplicas` replicas, in ms; then UNAVAILABLE. */
+  readonly redisWaitTimeoutMs: number;
   /** The lifetime of a Start's single-flight lock, in ms; its holder renews it. */
   readonly startLockTtlMs: number;
   /** The longest a Start holds its lock by renewing it, in ms; then it lapses. */
@@ -93,6 +100,8 @@ export const defaultConfig: Readonly<ServiceConfig> = Object.freeze({
   logLevel: "info",
   grpcFastPath: true,
   singleRedisScripts: false,
+  redisWaitReplicas: 0,
+  redisWaitTimeoutMs: 1_000,
   startLockTtlMs: defaultStartLockSettings.ttlMs,
   startLockMaxHoldMs: defaultStartLockSettings.maxHoldMs,
   chatHostTimeoutMs: 10_000,
@@ -230,6 +239,14 @@ export function configFromEnv(env: Env, openFileLimit?: number): ServiceConfig {
     maxTimeoutMs: integer(env, "MAX_DEADLINE_MS", defaultConfig.maxTimeoutMs, 1, 3_600_000),
     shutdownGraceMs: integer(env, "SHUTDOWN_GRACE_MS", defaultConfig.shutdownGraceMs, 0, 600_000),
     shutdownDelayMs: integer(env, "SHUTDOWN_DELAY_MS", defaultConfig.shutdownDelayMs, 0, 600_000),
+    redisWaitReplicas: integer(env, "REDIS_WAIT_REPLICAS", defaultConfig.redisWaitReplicas, 0, 16),
+    redisWaitTimeoutMs: integer(
+      env,
+      "REDIS_WAIT_TIMEOUT_MS",
+      defaultConfig.redisWaitTimeoutMs,
+      1,
+      60_000,
+    ),
     startLockTtlMs: integer(env, "START_LOCK_TTL_MS", defaultConfig.startLockTtlMs, 50, 600_000),
     startLockMaxHoldMs: integer(
       env,

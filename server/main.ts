@@ -1,7 +1,12 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { ConfigError, configFromEnv, type ServiceConfig } from "./config.js";
-import { DataDirError, type DataDirLock, lockDataDir } from "./redis/data-dir-lock.js";
+import {
+  DataDirError,
+  type DataDirLock,
+  lockDataDir,
+  stopLeftRedis,
+} from "./redis/data-dir-lock.js";
 import {
   RedisServerMissingError,
   type RedisServerProcess,
@@ -44,8 +49,10 @@ async function main(): Promise<void> {
   };
   try {
     if (redisUrl === undefined) {
-      lock = lockDataDir(config.dataDir);
       const dir = resolve(config.dataDir, "redis");
+      const tookOver = await stopLeftRedis(config.dataDir, dir, socketPathIn(dir));
+      if (tookOver !== undefined) console.log(`suggest-task: ${tookOver}`);
+      lock = lockDataDir(config.dataDir);
       // The service talks to it over a Unix socket when its path fits one (cheaper than
       // loopback TCP; docs/performance.md), and over TCP otherwise.
       privateRedis = await startRedisServer({ dir, unixSocket: socketPathIn(dir) });

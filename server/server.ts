@@ -16,6 +16,8 @@ import { createTelemetry, type Telemetry } from "./pipeline/telemetry.js";
 import { logRedisOutages } from "./redis/outage-log.js";
 import { clusterEnabled, type RedisClient, subscriberConnection } from "./redis/redis-client.js";
 import { redact } from "./redis/redis-url.js";
+import { storeProblem, watchEvictionPolicy } from "./redis/store-checks.js";
+import { type StoreRefusal, storeCondition } from "./redis/store-condition.js";
 import { buildServices, type RoutesDeps, routesOf } from "./routes.js";
 import { Readiness } from "./rpc/readiness.js";
 import { PubSub } from "./store/pubsub.js";
@@ -78,6 +80,8 @@ export type ServerSettings = Pick<
       | "singleRedisScripts"
       | "inspectorDir"
       | "shutdownDelayMs"
+      | "redisWaitReplicas"
+      | "redisWaitTimeoutMs"
     >
   > & {
     /** Where the call log goes; by default pino to stdout at `logLevel`. */
@@ -99,6 +103,11 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   // is encoded through Node's Buffer.
   configureProtobufText();
   const parts = createParts(settings);
+  const problem = await storeProblemAtStart(parts.redis, settings);
+  if (problem !== undefined) {
+    await closeParts(parts);
+    throw new ConfigError(problem);
+  }
   if (parts.singleRedisScripts && (await clusterEnabled(parts.redis)) === true) {
     await closeParts(parts);
     throw new ConfigError(
@@ -159,6 +168,7 @@ async function closeParts(parts: Parts): Promise<void> {
   await parts.watchHub.close();
   await parts.pubsub.close();
   parts.stopOutageLog();
+  parts.stopStoreWatch();
   await parts.redis.quit().catch(() => parts.redis.disconnect());
   parts.stopLogFlush();
   await new Promise<void>((resolve) => parts.telemetry.logger.flush(() => resolve()));
@@ -173,6 +183,8 @@ type Parts = RoutesDeps & {
   readonly pubsub: PubSub;
   readonly readiness: Readiness;
   readonly stopOutageLog: () => void;
+  /** Stops the eviction policy's checks and the disk's (redis/store-checks.ts). */
+  readonly stopStoreWatch: () => void;
   readonly stopLogFlush: () => void;
   /** SINGLE_REDIS_SCRIPTS asked for, on a client of a single Redis. */
   readonly singleRedisScripts: boolean;
@@ -185,12 +197,16 @@ function createParts(settings: ServerSettings): Parts {
   const telemetry = createTelemetry(
     settings.logger ?? pino({ level: settings.logLevel ?? defaultConfig.logLevel }, logOut?.stream),
   );
-  const redis = createRedisClient(settings.redisUrl);
+  const redis = createRedisClient(settings.redisUrl, {
+    replicas: settings.redisWaitReplicas ?? defaultConfig.redisWaitReplicas,
+    timeoutMs: settings.redisWaitTimeoutMs ?? defaultConfig.redisWaitTimeoutMs,
+  });
   redis.on("error", () => {
     // Connection errors surface on the calls that need Redis, as UNAVAILABLE.
     telemetry.redisErrors.inc();
   });
   const stopOutageLog = logRedisOutages(redis, redact(settings.redisUrl), telemetry.logger);
+  const stopStoreWatch = watchStore(redis, telemetry);
   const pipeline: PipelineOptions = {
     // Telemetry first, so that it sees every call; auth before anything reads the request.
     hooks: [telemetry.hook, bearerAuth(settings.authTokens ?? [])],
@@ -237,8 +253,54 @@ function createParts(settings: ServerSettings): Parts {
   return {
     ...{ telemetry, redis, store, host, embeddedHost, watchHub, startLocks, pipeline },
     startInOneScript: embeddedHost !== undefined && singleRedisScripts,
-    ...{ pubsub, stopOutageLog, stopLogFlush, singleRedisScripts },
+    ...{ pubsub, stopOutageLog, stopStoreWatch, stopLogFlush, singleRedisScripts },
     readiness: new Readiness(redis),
+  };
+}
+
+/**
+ * Why the service must not start on its Redis (redis/store-checks.ts `storeProblem`), or
+ * undefined; a Redis that does not answer yet is let pass (calls answer UNAVAILABLE, and
+ * the eviction policy is checked once it answers).
+ */
+async function storeProblemAtStart(
+  redis: RedisClient,
+  settings: ServerSettings,
+): Promise<string | undefined> {
+  try {
+    await redis.ping();
+  } catch {
+    return undefined;
+  }
+  return storeProblem(redis, settings.redisWaitReplicas ?? defaultConfig.redisWaitReplicas);
+}
+
+/**
+ * The store's condition told to telemetry and logs: each refused write counted by kind,
+ * each problem that makes the service not ready (an evicting policy found on a
+ * reconnection, a disk that refuses writes) logged when it comes and when it goes.
+ */
+function watchStore(redis: RedisClient, telemetry: Telemetry): () => void {
+  const condition = storeCondition(redis);
+  const stopEvictionChecks = watchEvictionPolicy(redis);
+  const onRefused = (refusal: StoreRefusal) => telemetry.storeRefusals.inc({ kind: refusal.kind });
+  let logged = new Map<string, string>();
+  const onChange = () => {
+    for (const [name, description] of condition.problems) {
+      if (logged.get(name) !== description) telemetry.logger.error({ problem: name }, description);
+    }
+    for (const name of logged.keys()) {
+      if (!condition.problems.has(name)) telemetry.logger.info({ problem: name }, "resolved");
+    }
+    logged = new Map(condition.problems);
+  };
+  condition.on("refused", onRefused);
+  condition.on("change", onChange);
+  return () => {
+    stopEvictionChecks();
+    condition.off("refused", onRefused);
+    condition.off("change", onChange);
+    condition.close();
   };
 }
 

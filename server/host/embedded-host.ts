@@ -29,6 +29,7 @@ import {
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { encodeBinary } from "../codec/binary-encoding.js";
 import { requireId, requireIdempotencyKey } from "../domain/ids.js";
+import { confirmAfter } from "../redis/write-confirm.js";
 import { hostKeys } from "../store/keys.js";
 import type { EmbeddedChatWrite, EmbeddedMessageWrite } from "../store/start-steps.js";
 import type { ChatHost } from "./chat-host.js";
@@ -49,8 +50,9 @@ export class EmbeddedChatHost implements ChatHost {
     const stored = create(SessionSchema, session ?? {});
     requireId("session.session_id", stored.sessionId);
     if (stored.workspaceId !== "") requireId("session.workspace_id", stored.workspaceId);
+    const key = hostKeys(stored.sessionId).session;
     await this.call(() =>
-      this.redis.set(hostKeys(stored.sessionId).session, encodeBinary(SessionSchema, stored)),
+      confirmAfter(this.redis, key, () => this.redis.set(key, encodeBinary(SessionSchema, stored))),
     );
     return create(PutSessionResponseSchema, { session: stored });
   }

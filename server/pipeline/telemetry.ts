@@ -12,6 +12,11 @@ export interface Telemetry {
   readonly registry: Registry;
   /** Counts errors reported by a Redis client. */
   readonly redisErrors: Counter;
+  /**
+   * Counts writes Redis refused while it answered, by `kind`: `out-of-memory`, `disk`
+   * (MISCONF), `unconfirmed` (fewer replicas than REDIS_WAIT_REPLICAS in time).
+   */
+  readonly storeRefusals: Counter<"kind">;
   readonly logger: Logger;
 }
 
@@ -79,6 +84,12 @@ export function createTelemetry(logger: Logger): Telemetry {
     help: "Errors reported by the Redis clients.",
     registers: [registry],
   });
+  const storeRefusals = new Counter({
+    name: "suggest_store_refusals_total",
+    help: "Writes Redis refused while it answered: out-of-memory, disk, unconfirmed.",
+    labelNames: ["kind"] as const,
+    registers: [registry],
+  });
 
   // The series of each (method, code) and each method, looked up once: prom-client
   // hashes the labels of every inc and observe it is given by name. Each (method, code)
@@ -119,7 +130,7 @@ export function createTelemetry(logger: Logger): Telemetry {
       );
     },
   };
-  return { hook, registry, redisErrors, logger };
+  return { hook, registry, redisErrors, storeRefusals, logger };
 }
 
 function refusalOf(error: ConnectError): RefusalReason | undefined {

@@ -1,4 +1,12 @@
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 
 /** The lock file inside a data folder: who uses it. */
@@ -67,6 +75,56 @@ export function lockDataDir(dir: string): DataDirLock {
     rmSync(file, { force: true });
   }
   throw new DataDirError("could not be locked (another process keeps taking its lock)");
+}
+
+/**
+ * After a crash of the service (kill -9, a lost process): when `dir`'s lock names a
+ * service that is gone and a redis-server that still runs, and that process is the
+ * private redis-server of `redisDir` (`isPrivateRedis`), stops it cleanly (SIGTERM,
+ * which Redis handles as SHUTDOWN: its AOF, fsynced at every write, keeps every
+ * acknowledged one) and waits up to `waitMs` for it to exit. Answers the one line to log,
+ * or undefined when there was nothing to take over. Any other live process is left
+ * alone (`lockDataDir` then names it).
+ */
+export async function stopLeftRedis(
+  dir: string,
+  redisDir: string,
+  socket: string | undefined,
+  waitMs = 8_000,
+): Promise<string | undefined> {
+  const owner = readOwner(join(dir, LOCK_FILE));
+  if (owner?.redisPid === undefined || alive(owner.pid) || !alive(owner.redisPid)) {
+    return undefined;
+  }
+  const pid = owner.redisPid;
+  if (!isPrivateRedis(pid, redisDir, socket)) return undefined;
+  process.kill(pid, "SIGTERM");
+  const until = Date.now() + waitMs;
+  while (alive(pid)) {
+    if (Date.now() > until) {
+      throw new DataDirError(
+        `holds redis-server process ${pid}, left running by process ${owner.pid}, which is gone, and it did not stop within ${waitMs} ms`,
+        { pid, what: "redis-server" },
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return `took over ${dir}: stopped redis-server process ${pid} (clean shutdown, AOF kept) left running by process ${owner.pid}, which is gone`;
+}
+
+/**
+ * Whether `pid` is a `redis-server` working in `redisDir` (Redis changes to its `--dir`,
+ * and rewrites its command line, so its name and its working folder tell), with its
+ * socket in place when it has one.
+ */
+function isPrivateRedis(pid: number, redisDir: string, socket: string | undefined): boolean {
+  try {
+    if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== "redis-server") return false;
+    if (realpathSync(`/proc/${pid}/cwd`) !== realpathSync(redisDir)) return false;
+    return socket === undefined || lstatSync(socket).isSocket();
+  } catch {
+    return false;
+  }
 }
 
 function held(file: string): DataDirLock {

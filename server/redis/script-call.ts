@@ -1,6 +1,15 @@
 import { hash } from "node:crypto";
 import { Command } from "ioredis";
 import type { RedisClient } from "./redis-client.js";
+import { storeCondition } from "./store-condition.js";
+import {
+  confirmAfter,
+  confirmed,
+  noteWrite,
+  sendWait,
+  type WritePlace,
+  writeConfirmation,
+} from "./write-confirm.js";
 
 /** A script's argument as a command takes it. */
 type Arg = string | Buffer | number;
@@ -22,6 +31,18 @@ interface ScriptBody {
   readonly numberOfKeys: string;
   readonly sentOn: WeakMap<object, number>;
   marks: number;
+  /** Whether its writes are records to confirm with replicas (`recordsWrites`). */
+  readonly records: boolean;
+}
+
+/**
+ * Whether a script's writes are records that replicas must confirm: every script but
+ * those whose `#!lua` line says `no-writes` (reads) or `allow-oom` (reads that only
+ * catch a cache up, and so may run on a full Redis: store/lua/readLists-2.lua).
+ */
+export function recordsWrites(lua: string): boolean {
+  const flags = /^#!lua(?:[ \t]+flags=(\S*))?/.exec(lua)?.[1]?.split(",") ?? [];
+  return !flags.includes("no-writes") && !flags.includes("allow-oom");
 }
 
 /**
@@ -39,6 +60,10 @@ interface ScriptBody {
 class ScriptCall extends Command {
   #socket: object | undefined;
   #mark = 0;
+  /** Where it was last written, for the WAIT that follows it (redis/write-confirm.ts). */
+  readonly place: WritePlace = { socket: undefined, at: 0 };
+  /** Its NOSCRIPT made it be sent again as another call, which confirms itself. */
+  resent = false;
   /** Whether some argument is bytes (a Buffer). */
   readonly #bytes: boolean;
 
@@ -56,6 +81,7 @@ class ScriptCall extends Command {
     const { script } = this;
     const mark = script.sentOn.get(socket);
     this.#socket = socket;
+    noteWrite(this.place, socket);
     if (mark === undefined) {
       this.#mark = ++script.marks;
       script.sentOn.set(socket, this.#mark);
@@ -129,12 +155,31 @@ function send(
 ): Promise<unknown> {
   const call = new ScriptCall(script, rest);
   call.promise = call.promise.catch((err: Error) => {
-    if (!err.message.includes("NOSCRIPT")) throw err;
+    if (!err.message.includes("NOSCRIPT")) {
+      storeCondition(client).failed(err);
+      throw err;
+    }
     call.forget();
     if (!again) throw err;
+    call.resent = true;
     return send(client, script, rest, false);
   });
-  return client.sendCommand(call) as Promise<unknown>;
+  const reply = client.sendCommand(call) as Promise<unknown>;
+  const setting = script.records ? writeConfirmation(client) : undefined;
+  if (setting === undefined) return reply;
+  // The WAIT leaves with the script, in the same write of the same connection.
+  const slot = call.getSlot();
+  const wait = sendWait(client, setting, slot);
+  return reply.then(async (value) => {
+    if (call.resent) return value;
+    try {
+      await confirmed(client, setting, slot, call.place, wait);
+    } catch (err) {
+      storeCondition(client).failed(err);
+      throw err;
+    }
+    return value;
+  });
 }
 
 /**
@@ -150,15 +195,33 @@ export function callScriptsFlat(
   name: string,
   definition: { readonly lua: string; readonly numberOfKeys: number },
 ): void {
-  if (client.options.keyPrefix || client.options.showFriendlyErrorStack) return;
+  if (client.options.keyPrefix || client.options.showFriendlyErrorStack) {
+    if (writeConfirmation(client) && recordsWrites(definition.lua)) {
+      confirmIoredisCalls(client, name);
+    }
+    return;
+  }
   const script: ScriptBody = {
     lua: definition.lua,
     sha: hash("sha1", definition.lua),
     numberOfKeys: String(definition.numberOfKeys),
     sentOn: new WeakMap(),
     marks: 0,
+    records: recordsWrites(definition.lua),
   };
   onClientItself(client, name, (_, args) => send(client, script, args as Arg[]));
+}
+
+/**
+ * ioredis's own script method, kept for a client with a `keyPrefix`, followed by a WAIT
+ * when the client's writes wait for replicas (ioredis sends the EVALSHA at once, so the
+ * WAIT follows it on the connection).
+ */
+function confirmIoredisCalls(client: RedisClient, name: string): void {
+  onClientItself(client, name, (replaced, args) => {
+    const key = `${client.options.keyPrefix ?? ""}${String(args[0])}`;
+    return confirmAfter(client, key, () => replaced.apply(client, args) as Promise<unknown>);
+  });
 }
 
 /** A method of a client, as ioredis's `defineCommand` makes it. */

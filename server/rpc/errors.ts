@@ -18,6 +18,7 @@ import {
   type Refusal,
   type RefusingTool,
 } from "../domain/refusals.js";
+import { storeRefusal } from "../redis/store-condition.js";
 
 /**
  * The one module that turns failures into `ConnectError`s with typed details, as
@@ -94,7 +95,47 @@ const DEPENDENCY_DOWN: ReadonlySet<Code> = new Set([
  */
 export function dependencyError(err: unknown, what: string): ConnectError {
   if (err instanceof ConnectError && !DEPENDENCY_DOWN.has(err.code)) return err;
+  const refused = refusedWrite(err);
+  if (refused !== undefined) return refused;
   return new ConnectError(`${what} is unavailable`, Code.Unavailable, undefined, undefined, err);
+}
+
+/** The message of an out-of-memory refusal, whichever part of the service wrote. */
+export const OUT_OF_MEMORY = "the suggestion store is out of memory";
+
+/**
+ * A write that Redis refused while it answered (redis/store-condition.ts): out of memory
+ * is RESOURCE_EXHAUSTED (the store is full, not gone); a disk that refuses the AOF is
+ * UNAVAILABLE naming Redis's cause; a write fewer replicas confirmed than
+ * `REDIS_WAIT_REPLICAS` is UNAVAILABLE (a retry is harmless). Such a ConnectError passes
+ * through a second mapping unchanged. Undefined for anything else.
+ */
+function refusedWrite(err: unknown): ConnectError | undefined {
+  // Mapped already (a store call inside a host call): kept as it is.
+  if (err instanceof ConnectError) return storeRefusal(err.cause) === undefined ? undefined : err;
+  const refusal = storeRefusal(err);
+  if (refusal === undefined) return undefined;
+  const failure = err;
+  switch (refusal.kind) {
+    case "out-of-memory":
+      return new ConnectError(OUT_OF_MEMORY, Code.ResourceExhausted, undefined, undefined, failure);
+    case "disk":
+      return new ConnectError(
+        `the suggestion store cannot write to its disk (${refusal.cause})`,
+        Code.Unavailable,
+        undefined,
+        undefined,
+        failure,
+      );
+    case "unconfirmed":
+      return new ConnectError(
+        `the write was not confirmed by ${refusal.replicas} replicas`,
+        Code.Unavailable,
+        undefined,
+        undefined,
+        failure,
+      );
+  }
 }
 
 /** The suggestion; `task-suggestion/not-found` when the log holds no such offer. */

@@ -1,4 +1,5 @@
 import type { RedisClient } from "../redis/redis-client.js";
+import { storeCondition } from "../redis/store-condition.js";
 
 /** The one-line reasons `/readyz` and health give for not being ready. */
 export const NOT_READY = Object.freeze({
@@ -10,7 +11,8 @@ export const NOT_READY = Object.freeze({
 const REDIS_EVENTS = ["ready", "close", "end", "reconnecting", "error"] as const;
 
 /**
- * Whether this instance should be sent calls: Redis answers and no drain has begun
+ * Whether this instance should be sent calls: Redis answers, its condition has no
+ * problem (an evicting policy, a disk that refuses writes) and no drain has begun
  * (design.md, "Staying connected"). Liveness is not this: a Redis outage makes every
  * instance not ready, never not live (`GET /livez` answers while the event loop does).
  * Read by `GET /readyz` and grpc.health.v1 (rpc/health.ts), both for the empty service
@@ -45,10 +47,13 @@ export class Readiness {
    */
   onChange(listener: () => void): () => void {
     const redis = this.#redis;
+    const condition = storeCondition(redis);
     for (const e of REDIS_EVENTS) redis.on(e, listener);
+    condition.on("change", listener);
     this.#listeners.add(listener);
     return () => {
       for (const e of REDIS_EVENTS) redis.off(e, listener);
+      condition.off("change", listener);
       this.#listeners.delete(listener);
     };
   }
@@ -56,7 +61,8 @@ export class Readiness {
   /** Why it is not ready now, from what is known without asking Redis; undefined: ready. */
   current(): string | undefined {
     if (this.#draining) return NOT_READY.draining;
-    return this.#redis.status === "ready" ? undefined : NOT_READY.redis;
+    if (this.#redis.status !== "ready") return NOT_READY.redis;
+    return this.#problem();
   }
 
   /** Why it is not ready, Redis asked (a PING within the timeout); undefined: ready. */
@@ -72,6 +78,12 @@ export class Readiness {
     );
     const ok = await Promise.race([answered, timeout]).finally(() => clearTimeout(timer));
     if (this.#draining) return NOT_READY.draining;
-    return ok ? undefined : NOT_READY.redis;
+    return ok ? this.#problem() : NOT_READY.redis;
+  }
+
+  /** The store's first problem while Redis answers (redis/store-condition.ts), if any. */
+  #problem(): string | undefined {
+    for (const description of storeCondition(this.#redis).problems.values()) return description;
+    return undefined;
   }
 }

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import type { Cluster, Redis, Result } from "ioredis";
 import { connectRedis, type RedisClient } from "../redis/redis-client.js";
 import { callScriptsFlat } from "../redis/script-call.js";
+import { confirmWrites, type WriteConfirmation } from "../redis/write-confirm.js";
 import { traceScript } from "./script-spans.js";
 
 /** Where the `.lua` files live, beside this module in the source tree and in `dist/`. */
@@ -70,7 +71,9 @@ export function loadScripts(dir: URL = LUA_DIR): readonly ScriptSource[] {
  */
 function announcedForm(script: ScriptSource, tokenArg: number, announce: string): ScriptSource {
   const n = script.numberOfKeys;
-  const lua = `-- ${script.name}Announced: the inbox announcement, then ${script.name}-${n}.lua with its token (store/scripts.ts).
+  const [shebang, body] = splitShebang(script.lua);
+  const lua = `${shebang}
+-- ${script.name}Announced: the inbox announcement, then ${script.name}-${n}.lua with its token (store/scripts.ts).
 ${announce}
 local announcedToken = announceChat(KEYS[${n + 1}], KEYS[${n + 2}], ARGV[#ARGV - 1], ARGV[#ARGV])
 KEYS[${n + 2}] = nil
@@ -78,7 +81,7 @@ KEYS[${n + 1}] = nil
 ARGV[#ARGV] = nil
 ARGV[#ARGV] = nil
 ARGV[${tokenArg}] = announcedToken
-${script.lua}`;
+${body}`;
   return {
     name: `${script.name}Announced`,
     numberOfKeys: n + 2,
@@ -88,22 +91,44 @@ ${script.lua}`;
   };
 }
 
-/** `text` with its `--- @script` lines replaced by those scripts' texts, theirs too. */
+/**
+ * A script's first line: `#!lua`, with `flags=no-writes` for a script that writes
+ * nothing, `flags=allow-oom` for a read that only catches a cache up (it serves on a
+ * full Redis), and no flags for a script that records: Redis 7 then checks memory (OOM),
+ * the disk (MISCONF) and min-replicas before the script runs, and refuses it whole,
+ * where a script without the line is checked at each write inside it and could stop
+ * halfway (test/store/out-of-memory.test.ts).
+ */
+const SHEBANG = /^#!lua(?:[ \t]+flags=[a-z,-]*)?\n/;
+
+/** A script's `#!lua` line and the rest. */
+function splitShebang(lua: string): [string, string] {
+  const line = SHEBANG.exec(lua)?.[0] ?? "";
+  return [line.trimEnd(), lua.slice(line.length)];
+}
+
+/**
+ * `text` with its `--- @script` lines replaced by those scripts' texts (without their
+ * `#!lua` line, which only the first line may hold), theirs too.
+ */
 function inlineScripts(text: string, dir: URL, depth = 0): string {
   if (depth > 4) throw new Error("scripts inline each other more than 4 deep");
-  return text.replace(/^--- @script "([a-zA-Z]+-\d+)"$/gm, (_, name: string) =>
-    inlineScripts(readFileSync(new URL(`${name}.lua`, dir), "utf8"), dir, depth + 1),
-  );
+  return text.replace(/^--- @script "([a-zA-Z]+-\d+)"$/gm, (_, name: string) => {
+    const inlined = readFileSync(new URL(`${name}.lua`, dir), "utf8");
+    return inlineScripts(splitShebang(inlined)[1], dir, depth + 1);
+  });
 }
 
 let cached: readonly ScriptSource[] | undefined;
 
 /**
  * A client of the Redis that `url` names with every script of the service defined on
- * it: what the service, the tests and the bench use.
+ * it: what the service, the tests and the bench use. With `confirmation`, each write
+ * waits for that many replicas (redis/write-confirm.ts).
  */
-export function createRedisClient(url: string): RedisClient {
+export function createRedisClient(url: string, confirmation?: WriteConfirmation): RedisClient {
   const client = connectRedis(url);
+  if (confirmation !== undefined) confirmWrites(client, confirmation);
   defineScripts(client);
   return client;
 }

@@ -2,7 +2,7 @@ import type { ChainableCommander, Cluster, Redis } from "ioredis";
 import type { Settlement, Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { type LogRecord, parseEntries, type SuggestionLists } from "../domain/fold.js";
 import type { Outcome } from "../domain/settlement.js";
-
+import { confirmAfter } from "../redis/write-confirm.js";
 import {
   settlementsAfter,
   type Withdrawal,
@@ -131,15 +131,18 @@ export class SuggestionStore {
     const keys = sessionKeys(sessionId);
     return this.announcedSettle(sessionId, suggestionId, async (at) => {
       const held = this.cache.heldLists(sessionId);
-      const replies = await callAppend<ChainableCommander>(
-        this.redis.multi(),
-        "settle",
-        [keys.log, keys.projection, keys.changes],
-        settleArgs(suggestionId, outcome, chatId, at.token, at.workspace),
-        at,
-      )
-        .readLists(keys.log, keys.projection, held?.version ?? "")
-        .exec();
+      // One MULTI, then its WAIT when writes wait for replicas (redis/write-confirm.ts).
+      const replies = await confirmAfter(this.redis, keys.log, () =>
+        callAppend<ChainableCommander>(
+          this.redis.multi(),
+          "settle",
+          [keys.log, keys.projection, keys.changes],
+          settleArgs(suggestionId, outcome, chatId, at.token, at.workspace),
+          at,
+        )
+          .readLists(keys.log, keys.projection, held?.version ?? "")
+          .exec(),
+      );
       if (replies === null) throw new Error("the settle transaction was discarded");
       const [[settleErr, settleReply] = [], [readErr, readReply] = []] = replies;
       if (settleErr) throw settleErr;

@@ -17,6 +17,8 @@ const run = promisify(execFile);
 export interface RedisClusterOptions {
   /** How many primaries (no replicas); 3 by default, the least Redis Cluster accepts. */
   readonly primaries?: number;
+  /** Replicas of each primary (none by default); `nodes` lists the primaries first. */
+  readonly replicas?: number;
   /** `cluster-node-timeout` in ms: how soon the others mark a silent node as failing. */
   readonly nodeTimeoutMs?: number;
 }
@@ -60,13 +62,14 @@ export async function startRedisCluster(
   options: RedisClusterOptions = {},
 ): Promise<LocalRedisCluster> {
   const primaries = options.primaries ?? 3;
+  const count = primaries * (1 + (options.replicas ?? 0));
   const nodeTimeoutMs = options.nodeTimeoutMs ?? 2_000;
   const root = mkdtempSync(join(tmpdir(), "suggest-task-cluster-"));
   const nodes: ClusterNode[] = [];
   const ports = new Set<number>();
-  while (ports.size < primaries * 2) ports.add(await freePort());
-  const [clientPorts, busPorts] = [[...ports].slice(0, primaries), [...ports].slice(primaries)];
-  for (let i = 0; i < primaries; i++) {
+  while (ports.size < count * 2) ports.add(await freePort());
+  const [clientPorts, busPorts] = [[...ports].slice(0, count), [...ports].slice(count)];
+  for (let i = 0; i < count; i++) {
     nodes.push({
       port: clientPorts[i] as number,
       busPort: busPorts[i] as number,
@@ -103,7 +106,7 @@ export async function startRedisCluster(
       "create",
       ...nodes.map((n) => `127.0.0.1:${n.port}`),
       "--cluster-replicas",
-      "0",
+      String(options.replicas ?? 0),
       "--cluster-yes",
     ]);
   } catch (err) {

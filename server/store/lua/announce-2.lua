@@ -1,3 +1,4 @@
+#!lua
 --[[
   Announces a chat in a workspace's inbox index before an offer or a restore is
   appended to its log (store/workspace-inbox.ts): the chat is marked pending, so that

@@ -1,3 +1,4 @@
+#!lua
 --[[
   StartSuggestion's first step, one script on the offering session's slot: the embedded
   host's record of the session (it keeps it in this slot: keys.ts `hostKeys`), the

@@ -1,3 +1,4 @@
+#!lua
 --[[
   The embedded host's CreateChat: creates a chat once per idempotency key. The chat id
   is derived from the key by the caller, so a retried or concurrent call with the same

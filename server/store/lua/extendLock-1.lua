@@ -1,3 +1,4 @@
+#!lua
 --[[
   Extends a start lock, only for its holder (compare-and-PEXPIRE).
 

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   Reads a chat's open offers of one workspace back from its log, for the workspace's
   inbox (store/workspace-inbox.ts), and optionally fences the workspace's token: an

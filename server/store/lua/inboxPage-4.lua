@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 --[[
   Reads one window of a workspace's inbox index, and what the reader must read back
   from the chats' logs to trust it (store/workspace-inbox.ts).

@@ -1,3 +1,4 @@
+#!lua
 --[[
   Writes what a reader read back from one chat's log into a workspace's inbox index:
   the chat's members become exactly the given ones, if no announcement came since the

@@ -1,3 +1,4 @@
+#!lua
 --[[
   Records one offer of suggest_task, or says why not: the quota checks (5 to 7 of the
   design) and the append are this one atomic step.

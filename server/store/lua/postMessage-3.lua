@@ -1,3 +1,4 @@
+#!lua
 --[[
   The embedded host's PostMessage: appends a message once per message id. The message
   id is derived from (chat, idempotency key) by the caller, so a retried call finds it

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   Reads one session's lists in O(offers), however long its stream: the projection is
   caught up (O(1) when it is current), then each offer's record and the record of the

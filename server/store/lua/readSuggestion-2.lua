@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   Reads one suggestion's records, not the chat's: GetSuggestion's read. The version is
   the one readLists-2.lua answers, so an unchanged chat moves no records at all.

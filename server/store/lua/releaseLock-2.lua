@@ -1,3 +1,4 @@
+#!lua
 --[[
   Releases a start lock, only for its holder (compare-and-DEL), and tells the callers
   waiting for it how the holder's Start ended (includes/locks.lua `releaseLock`).

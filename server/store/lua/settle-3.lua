@@ -1,3 +1,4 @@
+#!lua
 --[[
   Settles one offer for the person (the record says `by person`), or says why not: the
   standing check and the append are this one atomic step.

@@ -1,3 +1,4 @@
+#!lua
 --[[
   settle-3.lua, then readSuggestion-2.lua's read of the same suggestion, as one script: a
   settlement answers the suggestion exactly as its step left it (as a MULTI of the two

@@ -1,3 +1,4 @@
+#!lua
 --[[
   StartSuggestion's `started` step and the end of the holder's lock, as one script:
   settleAndRead-3.lua (settle-3.lua with outcome started, then readSuggestion-2.lua of

@@ -1,3 +1,4 @@
+#!lua
 --[[
   StartSuggestion's holder steps on the embedded host, as one script on a single Redis
   (the offering session's keys and the new chat's are in different slots of a cluster,

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   Reads one session's accepted settlements recorded after a cursor, in log order, in
   O(records after the cursor): the projection is caught up (O(1) when it is current), and

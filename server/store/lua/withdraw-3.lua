@@ -1,3 +1,4 @@
+#!lua
 --[[
   withdraw_suggestion's atomic step: finds the newest open offer of the session with
   exactly the given (trimmed) title and records its dismissal by the agent, or answers

@@ -1,0 +1,151 @@
+import { Code } from "@connectrpc/connect";
+import type { Redis } from "ioredis";
+import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { connectRedis } from "../../server/redis/redis-client.js";
+import {
+  type RedisServerProcess,
+  startRedisServer,
+} from "../../server/redis/redis-server-process.js";
+import type { SuggestServer } from "../../server/server.js";
+import {
+  connectErrorOf,
+  eventually,
+  grpcClients,
+  ownRedis,
+  putSession,
+  startTestServer,
+  tempDir,
+  uniqueId,
+} from "../support/harness.js";
+import { keysOf, offer, offeredRecords } from "../support/suggest.js";
+
+// A primary and one replica of this file's own: the tests pause the replica, change the
+// primary's memory settings, and start servers that refuse them.
+let primary: Awaited<ReturnType<typeof ownRedis>>;
+let replica: RedisServerProcess;
+let replicaDir: ReturnType<typeof tempDir>;
+let admin: Redis;
+beforeAll(async () => {
+  primary = await ownRedis();
+  admin = connectRedis(primary.url) as Redis;
+  // The replica's first copy at once, not after the default 5 s of diskless sync delay.
+  await admin.config("SET", "repl-diskless-sync-delay", "0");
+  replicaDir = tempDir("replica");
+  replica = await startRedisServer({
+    dir: replicaDir.dir,
+    extraArgs: ["--replicaof", "127.0.0.1", String(primary.port)],
+  });
+  await eventually(async () => /^slave0:.*state=online/m.test(await admin.info("replication")));
+});
+afterAll(async () => {
+  admin.disconnect();
+  await replica.stop();
+  await primary.stop();
+  primary.remove();
+  replicaDir.remove();
+});
+
+const servers: SuggestServer[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) await s.close();
+  await admin.config("SET", "maxmemory", "0");
+  await admin.config("SET", "maxmemory-policy", "noeviction");
+});
+
+async function serve(overrides: Parameters<typeof startTestServer>[1] = {}) {
+  const server = await startTestServer(primary.url, overrides);
+  servers.push(server);
+  return { server, clients: grpcClients(server.url) };
+}
+
+test("with REDIS_WAIT_REPLICAS=1, an offer is acknowledged once the replica has it", async () => {
+  const { server, clients } = await serve({ redisWaitReplicas: 1, redisWaitTimeoutMs: 2_000 });
+  const sessionId = uniqueId("wait");
+  await putSession(clients, { sessionId });
+  const res = await offer(clients, { sessionId, toolCallId: "call-1" });
+  expect(res.suggestion?.title).toMatch(/^Title of/);
+  const onReplica = connectRedis(replica.url) as Redis;
+  try {
+    // Acknowledged means already there: read at once, no waiting.
+    const log = await onReplica.xrange(`suggest:{${sessionId}}:log`, "-", "+");
+    expect(log.length).toBe((await offeredRecords(server.redis, sessionId)).length);
+    expect(log.length).toBe(1);
+  } finally {
+    onReplica.disconnect();
+  }
+});
+
+test("a write no replica confirms fails UNAVAILABLE; retried with its tool_call_id once the replica is back, one offer", async () => {
+  const { server, clients } = await serve({ redisWaitReplicas: 1, redisWaitTimeoutMs: 300 });
+  const sessionId = uniqueId("unconfirmed");
+  await putSession(clients, { sessionId });
+  process.kill(replica.pid, "SIGSTOP");
+  let err: Awaited<ReturnType<typeof connectErrorOf>>;
+  try {
+    err = await connectErrorOf(offer(clients, { sessionId, turnId: "t-1", toolCallId: "call-x" }));
+  } finally {
+    process.kill(replica.pid, "SIGCONT");
+  }
+  expect(err.code).toBe(Code.Unavailable);
+  expect(err.rawMessage).toBe("the write was not confirmed by 1 replicas");
+  const metrics = await server.telemetry.registry.getSingleMetricAsString(
+    "suggest_store_refusals_total",
+  );
+  expect(metrics).toMatch(/suggest_store_refusals_total\{kind="unconfirmed"\} [1-9]/);
+  const again = await offer(clients, { sessionId, turnId: "t-1", toolCallId: "call-x" });
+  expect(again.suggestion?.id).toBeTruthy();
+  expect(await offeredRecords(server.redis, sessionId)).toHaveLength(1);
+});
+
+test("REDIS_WAIT_REPLICAS above the replicas connected refuses to start, naming both", async () => {
+  await expect(startTestServer(primary.url, { redisWaitReplicas: 2 })).rejects.toThrow(
+    `REDIS_WAIT_REPLICAS is 2, and Redis at 127.0.0.1:${primary.port} has 1 replica(s) online`,
+  );
+});
+
+test("an evicting Redis stops the start, naming the policy and the node", async () => {
+  await admin.config("SET", "maxmemory-policy", "allkeys-lru");
+  await expect(startTestServer(primary.url)).rejects.toThrow(
+    `Redis at 127.0.0.1:${primary.port} has maxmemory-policy allkeys-lru,`,
+  );
+});
+
+test("an evicting policy found on a reconnection makes the health check NOT_SERVING", async () => {
+  const { server } = await serve();
+  const { createClient } = await import("@connectrpc/connect");
+  const { createGrpcTransport } = await import("@connectrpc/connect-node");
+  const { Health } = await import("../../gen/grpc/health/v1/health_pb.js");
+  const health = createClient(Health, createGrpcTransport({ baseUrl: server.url }));
+  expect((await health.check({})).status).toBe(1);
+  await admin.config("SET", "maxmemory-policy", "volatile-lru");
+  await admin.client("KILL", "TYPE", "normal", "SKIPME", "yes");
+  await eventually(async () => (await health.check({})).status === 2);
+  await admin.config("SET", "maxmemory-policy", "noeviction");
+  await admin.client("KILL", "TYPE", "normal", "SKIPME", "yes");
+  await eventually(async () => (await health.check({})).status === 1);
+});
+
+test("out of memory: RESOURCE_EXHAUSTED, nothing half-written; the retry once memory is freed records one offer", async () => {
+  const { server, clients } = await serve();
+  const sessionId = uniqueId("oom");
+  await putSession(clients, { sessionId });
+  const before = await keysOf(server.redis, sessionId);
+  await admin.config("SET", "maxmemory", "1");
+  let err: Awaited<ReturnType<typeof connectErrorOf>>;
+  try {
+    err = await connectErrorOf(offer(clients, { sessionId, turnId: "t-1", toolCallId: "call-m" }));
+  } finally {
+    await admin.config("SET", "maxmemory", "0");
+  }
+  expect(err.code).toBe(Code.ResourceExhausted);
+  expect(err.rawMessage).toBe("the suggestion store is out of memory");
+  expect(await keysOf(server.redis, sessionId)).toEqual(before);
+  expect(await offeredRecords(server.redis, sessionId)).toHaveLength(0);
+  const metrics = await server.telemetry.registry.getSingleMetricAsString(
+    "suggest_store_refusals_total",
+  );
+  expect(metrics).toMatch(/suggest_store_refusals_total\{kind="out-of-memory"\} [1-9]/);
+  await offer(clients, { sessionId, turnId: "t-1", toolCallId: "call-m" });
+  await offer(clients, { sessionId, turnId: "t-1", toolCallId: "call-m" });
+  expect(await offeredRecords(server.redis, sessionId)).toHaveLength(1);
+});
