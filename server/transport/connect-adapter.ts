@@ -11,6 +11,7 @@ import {
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
 import { holdDeadlineHeaders } from "./call-timeout.js";
+import { refusedGetMessage, withGetCaching } from "./connect-get.js";
 import { parseRequestMessage, REQUEST_READ_OPTIONS } from "./request-message.js";
 
 /** A request either HTTP version hands over. */
@@ -38,7 +39,9 @@ export type ConnectAdapterOptions = Pick<
  *   it with U+FFFD in place of the bad bytes and record that);
  * - unknown fields are dropped as messages are parsed;
  * - a caller's deadline is accepted however long (no `maxTimeoutMs`), held at what a
- *   Node timer can wait (`holdDeadlineHeaders`).
+ *   Node timer can wait (`holdDeadlineHeaders`);
+ * - a Connect GET of a read (`idempotency_level = NO_SIDE_EFFECTS`, connect-node answers
+ *   it) carries caching headers (`withGetCaching`).
  * Pinned by test/e2e/bad-input.test.ts.
  */
 export function createConnectAdapter(
@@ -65,7 +68,14 @@ export function createConnectAdapter(
     }
     holdDeadlineHeaders(req.headers);
     const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
+    const refused =
+      uReq.method === "GET" ? refusedGetMessage(uReq, handler.method.input) : undefined;
+    if (refused !== undefined) {
+      void universalResponseToNodeResponse(refused, res);
+      return;
+    }
     handler(checkedRequest(uReq, handler, options.readMaxBytes))
+      .then((uRes) => (uReq.method === "GET" ? withGetCaching(uReq, uRes) : uRes))
       .then((uRes) => universalResponseToNodeResponse(uRes, res))
       .catch((reason: unknown) => {
         // A client that went away is no failure; anything else is logged, as connect-node does.
