@@ -105,7 +105,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
         });
   const handler = createConnectAdapter({
     routes: routesOf(services),
-    fallback: metricsFallback(parts.telemetry, settings.inspectorDir),
+    fallback: metricsFallback(parts.telemetry, settings.inspectorDir, await readFile(OPENAPI_FILE)),
     readMaxBytes: settings.readMaxBytes,
     shutdownSignal: shutdown.signal,
   });
@@ -273,15 +273,29 @@ function clientLimitsOf(settings: ServerSettings): ClientLimits {
 }
 
 /**
- * Serves `GET /metrics` (Prometheus text) and, with `inspectorDir`, the inspector page
- * (`GET /`, server/transport/static-files.ts) beside the RPCs; anything else is 404.
+ * The OpenAPI 3.1 document of the Connect JSON surface, generated from the protos by
+ * tools/protoc-gen-openapi.ts (buf.gen.yaml); beside this module's folder in the sources
+ * and in dist/ alike.
+ */
+const OPENAPI_FILE = new URL("../gen/openapi/openapi.json", import.meta.url);
+
+/**
+ * Serves `GET /metrics` (Prometheus text), `GET /openapi.json` and, with `inspectorDir`,
+ * the inspector page (`GET /`, server/transport/static-files.ts) beside the RPCs;
+ * anything else is 404.
  */
 function metricsFallback(
   telemetry: Telemetry,
   inspectorDir: string | undefined,
+  openApi: Buffer,
 ): NonNullable<ConnectNodeAdapterOptions["fallback"]> {
   const page = inspectorDir === undefined ? undefined : staticFiles(inspectorDir);
   return (req, res) => {
+    if (req.method === "GET" && req.url === "/openapi.json") {
+      res.writeHead(200, { "content-type": "application/json", "content-length": openApi.length });
+      res.end(openApi);
+      return;
+    }
     if (req.method === "GET" && req.url === "/metrics") {
       void telemetry.registry.metrics().then((text) => {
         res.writeHead(200, { "content-type": telemetry.registry.contentType });
