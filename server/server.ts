@@ -15,6 +15,7 @@ import { logRedisOutages } from "./redis/outage-log.js";
 import { clusterEnabled, type RedisClient, subscriberConnection } from "./redis/redis-client.js";
 import { redact } from "./redis/redis-url.js";
 import { buildServices, type RoutesDeps, routesOf } from "./routes.js";
+import { serverIdentityHeaders } from "./server-identity.js";
 import { PubSub } from "./store/pubsub.js";
 import { createRedisClient } from "./store/scripts.js";
 import { StartLocks } from "./store/start-locks.js";
@@ -96,18 +97,21 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   // Every call in flight (each watcher, too) listens to it until it ends.
   setMaxListeners(0, shutdown.signal);
   const services = buildServices(parts);
+  const answerHeaders = serverIdentityHeaders();
   const fastPath =
     settings.grpcFastPath === false
       ? undefined
       : createGrpcFastPath(services, {
           readMaxBytes: settings.readMaxBytes,
           shutdownSignal: shutdown.signal,
+          answerHeaders,
         });
   const handler = createConnectAdapter({
     routes: routesOf(services),
     fallback: metricsFallback(parts.telemetry, settings.inspectorDir, await readFile(OPENAPI_FILE)),
     readMaxBytes: settings.readMaxBytes,
     shutdownSignal: shutdown.signal,
+    answerHeaders,
   });
   const server = await listener(settings, withSpecGrpcMessage(handler), fastPath);
   const connections = followConnections(server);

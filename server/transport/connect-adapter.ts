@@ -25,6 +25,8 @@ export type ConnectAdapterOptions = Pick<
 > & {
   readonly routes: (router: ConnectRouter) => void;
   readonly readMaxBytes: number;
+  /** Headers set on every RPC's answer (the server's version and contract revision). */
+  readonly answerHeaders?: Readonly<Record<string, string>>;
 };
 
 /**
@@ -59,6 +61,7 @@ export function createConnectAdapter(
   const paths = new Map<string, UniversalHandler>();
   for (const handler of router.handlers) paths.set(handler.requestPath, handler);
   const fallback = options.fallback;
+  const answerHeaders = Object.entries(options.answerHeaders ?? {});
   return (req, res) => {
     const handler = paths.get(req.url?.split("?", 2)[0] ?? "");
     if (handler === undefined) {
@@ -71,12 +74,16 @@ export function createConnectAdapter(
     const refused =
       uReq.method === "GET" ? refusedGetMessage(uReq, handler.method.input) : undefined;
     if (refused !== undefined) {
+      for (const [name, value] of answerHeaders) refused.header?.set(name, value);
       void universalResponseToNodeResponse(refused, res);
       return;
     }
     handler(checkedRequest(uReq, handler, options.readMaxBytes))
       .then((uRes) => (uReq.method === "GET" ? withGetCaching(uReq, uRes) : uRes))
-      .then((uRes) => universalResponseToNodeResponse(uRes, res))
+      .then((uRes) => {
+        for (const [name, value] of answerHeaders) uRes.header?.set(name, value);
+        return universalResponseToNodeResponse(uRes, res);
+      })
       .catch((reason: unknown) => {
         // A client that went away is no failure; anything else is logged, as connect-node does.
         if (ConnectError.from(reason).code === Code.Aborted) return;
