@@ -12,6 +12,7 @@ import {
   type RedisServerProcess,
   socketPathIn,
   startRedisServer,
+  unixSocketUrl,
 } from "./redis/redis-server-process.js";
 import { parseRedisUrl, redact } from "./redis/redis-url.js";
 import { type SuggestServer, startSuggestServer } from "./server.js";
@@ -26,6 +27,8 @@ import { createRedisClient } from "./store/scripts.js";
  * a reason the operator can fix says so in one line naming the variable.
  */
 async function main(): Promise<void> {
+  const command = operatorCommand(process.argv[2]);
+  if (command === "help") return console.log(USAGE);
   let config = configFromEnv(process.env, openFileLimit());
   if (config.authTokens.length === 0 && !isLoopback(config.host)) {
     console.log(
@@ -48,6 +51,10 @@ async function main(): Promise<void> {
     lock?.release();
   };
   try {
+    // An operator command beside a running service uses the service's private Redis.
+    const running =
+      redisUrl === undefined && command !== undefined ? runningPrivateRedis(config) : undefined;
+    if (running !== undefined) redisUrl = running;
     if (redisUrl === undefined) {
       const dir = resolve(config.dataDir, "redis");
       const tookOver = await stopLeftRedis(config.dataDir, dir, socketPathIn(dir));
@@ -59,7 +66,7 @@ async function main(): Promise<void> {
       lock.noteRedis(privateRedis.pid);
       redisUrl = privateRedis.socketUrl ?? privateRedis.url;
     }
-    if (process.argv[2] === "rebuild-inbox") return await rebuildInboxCommand(redisUrl, release);
+    if (command === "rebuild-inbox") return await rebuildInboxCommand(redisUrl, release);
     server = await startSuggestServer({ ...config, redisUrl });
   } catch (err) {
     await release();
@@ -92,6 +99,47 @@ async function main(): Promise<void> {
   };
   process.once("SIGINT", () => void stop("SIGINT"));
   process.once("SIGTERM", () => void stop("SIGTERM"));
+}
+
+/** The operator commands, run as `node dist/server/main.js <command>`. */
+const COMMANDS = {
+  "rebuild-inbox":
+    "recreates every workspace inbox's index from the chats' logs, then exits; safe while the service runs",
+} as const;
+
+const USAGE = [
+  "usage: node dist/server/main.js [command]",
+  "",
+  "Without a command, starts the service (configured by the environment: docs/operating.md).",
+  "",
+  "commands (REDIS_URL as for the service; unset, the private Redis of DATA_DIR, the running",
+  "service's when there is one):",
+  ...Object.entries(COMMANDS).map(([name, text]) => `  ${name.padEnd(15)}${text}`),
+  "  --help         prints this",
+].join("\n");
+
+/** The operator command `arg` names ("help" for --help), undefined for none; unknown throws. */
+function operatorCommand(arg: string | undefined): keyof typeof COMMANDS | "help" | undefined {
+  if (arg === undefined) return undefined;
+  if (arg === "--help" || arg === "-h" || arg === "help") return "help";
+  if (arg in COMMANDS) return arg as keyof typeof COMMANDS;
+  throw new ConfigError(`unknown command ${JSON.stringify(arg)}; --help lists them`);
+}
+
+/**
+ * The URL of the private redis-server a running service holds DATA_DIR for (its Unix
+ * socket), or undefined when DATA_DIR is free (the command starts its own then).
+ */
+function runningPrivateRedis(config: ServiceConfig): string | undefined {
+  try {
+    lockDataDir(config.dataDir).release();
+    return undefined;
+  } catch (err) {
+    const socket = socketPathIn(resolve(config.dataDir, "redis"));
+    if (!(err instanceof DataDirError) || err.holder === undefined) throw err;
+    if (socket === undefined || !existsSync(socket)) throw err;
+    return unixSocketUrl(socket);
+  }
 }
 
 /** `main.js rebuild-inbox`: recreates the workspace inbox indexes from the logs, then exits. */

@@ -20,6 +20,7 @@ import { storeProblem, watchEvictionPolicy } from "./redis/store-checks.js";
 import { type StoreRefusal, storeCondition } from "./redis/store-condition.js";
 import { buildServices, type RoutesDeps, routesOf } from "./routes.js";
 import { Readiness } from "./rpc/readiness.js";
+import { serverIdentityHeaders } from "./server-identity.js";
 import { PubSub } from "./store/pubsub.js";
 import { createRedisClient } from "./store/scripts.js";
 import { StartLocks } from "./store/start-locks.js";
@@ -119,18 +120,26 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   setMaxListeners(0, shutdown.signal);
   const services = buildServices(parts);
   const readiness = parts.readiness;
+  const answerHeaders = serverIdentityHeaders();
   const fastPath =
     settings.grpcFastPath === false
       ? undefined
       : createGrpcFastPath(services, {
           readMaxBytes: settings.readMaxBytes,
           shutdownSignal: shutdown.signal,
+          answerHeaders,
         });
   const handler = createConnectAdapter({
     routes: routesOf(services),
-    fallback: pagesFallback(parts.telemetry, readiness, settings.inspectorDir),
+    fallback: pagesFallback(
+      parts.telemetry,
+      readiness,
+      settings.inspectorDir,
+      await readFile(OPENAPI_FILE),
+    ),
     readMaxBytes: settings.readMaxBytes,
     shutdownSignal: shutdown.signal,
+    answerHeaders,
   });
   const server = await listener(settings, withSpecGrpcMessage(handler), fastPath);
   const connections = followConnections(server);
@@ -367,19 +376,32 @@ function clientLimitsOf(settings: ServerSettings): ClientLimits {
 }
 
 /**
+ * The OpenAPI 3.1 document of the Connect JSON surface, generated from the protos by
+ * tools/protoc-gen-openapi.ts (buf.gen.yaml); beside this module's folder in the sources
+ * and in dist/ alike.
+ */
+const OPENAPI_FILE = new URL("../gen/openapi/openapi.json", import.meta.url);
+
+/**
  * Serves `GET /livez` and `GET /readyz` (transport/probes.ts), `GET /metrics`
- * (Prometheus text) and, with `inspectorDir`, the inspector page (`GET /`,
- * server/transport/static-files.ts) beside the RPCs; anything else is 404.
+ * (Prometheus text), `GET /openapi.json` and, with `inspectorDir`, the inspector page
+ * (`GET /`, server/transport/static-files.ts) beside the RPCs; anything else is 404.
  */
 function pagesFallback(
   telemetry: Telemetry,
   readiness: Readiness,
   inspectorDir: string | undefined,
+  openApi: Buffer,
 ): NonNullable<ConnectNodeAdapterOptions["fallback"]> {
   const page = inspectorDir === undefined ? undefined : staticFiles(inspectorDir);
   const probe = probes(() => readiness.check());
   return (req, res) => {
     if (probe(req, res)) return;
+    if (req.method === "GET" && req.url === "/openapi.json") {
+      res.writeHead(200, { "content-type": "application/json", "content-length": openApi.length });
+      res.end(openApi);
+      return;
+    }
     if (req.method === "GET" && req.url === "/metrics") {
       void telemetry.registry.metrics().then((text) => {
         res.writeHead(200, { "content-type": telemetry.registry.contentType });

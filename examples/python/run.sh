@@ -14,5 +14,6 @@ protoc -I "$protos" -I "$here/proto" -I /usr/include \
   --grpc_out="$here/gen" --plugin=protoc-gen-grpc="$(command -v grpc_python_plugin)" \
   "$protos"/oda/suggest/v1/*.proto "$protos/google/rpc/error_details.proto" \
   "$here/proto/google/rpc/status.proto"
-# Debian's grpcio and protobuf live in /usr/bin/python3's dist-packages, not in a pyenv.
-exec /usr/bin/python3 "$here/suggest_example.py"
+# python3 from PATH: a virtualenv's when one is active (pip install grpcio protobuf), else
+# the system's (Debian's python3-grpcio and python3-protobuf).
+exec python3 "$here/suggest_example.py"

@@ -11,6 +11,7 @@ import {
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
 import { holdDeadlineHeaders } from "./call-timeout.js";
+import { refusedGetMessage, withGetCaching } from "./connect-get.js";
 import { parseRequestMessage, REQUEST_READ_OPTIONS } from "./request-message.js";
 
 /** A request either HTTP version hands over. */
@@ -24,6 +25,8 @@ export type ConnectAdapterOptions = Pick<
 > & {
   readonly routes: (router: ConnectRouter) => void;
   readonly readMaxBytes: number;
+  /** Headers set on every RPC's answer (the server's version and contract revision). */
+  readonly answerHeaders?: Readonly<Record<string, string>>;
 };
 
 /**
@@ -38,7 +41,9 @@ export type ConnectAdapterOptions = Pick<
  *   it with U+FFFD in place of the bad bytes and record that);
  * - unknown fields are dropped as messages are parsed;
  * - a caller's deadline is accepted however long (no `maxTimeoutMs`), held at what a
- *   Node timer can wait (`holdDeadlineHeaders`).
+ *   Node timer can wait (`holdDeadlineHeaders`);
+ * - a Connect GET of a read (`idempotency_level = NO_SIDE_EFFECTS`, connect-node answers
+ *   it) carries caching headers (`withGetCaching`).
  * Pinned by test/e2e/bad-input.test.ts.
  */
 export function createConnectAdapter(
@@ -56,6 +61,7 @@ export function createConnectAdapter(
   const paths = new Map<string, UniversalHandler>();
   for (const handler of router.handlers) paths.set(handler.requestPath, handler);
   const fallback = options.fallback;
+  const answerHeaders = Object.entries(options.answerHeaders ?? {});
   return (req, res) => {
     const handler = paths.get(req.url?.split("?", 2)[0] ?? "");
     if (handler === undefined) {
@@ -65,8 +71,19 @@ export function createConnectAdapter(
     }
     holdDeadlineHeaders(req.headers);
     const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
+    const refused =
+      uReq.method === "GET" ? refusedGetMessage(uReq, handler.method.input) : undefined;
+    if (refused !== undefined) {
+      for (const [name, value] of answerHeaders) refused.header?.set(name, value);
+      void universalResponseToNodeResponse(refused, res);
+      return;
+    }
     handler(checkedRequest(uReq, handler, options.readMaxBytes))
-      .then((uRes) => universalResponseToNodeResponse(uRes, res))
+      .then((uRes) => (uReq.method === "GET" ? withGetCaching(uReq, uRes) : uRes))
+      .then((uRes) => {
+        for (const [name, value] of answerHeaders) uRes.header?.set(name, value);
+        return universalResponseToNodeResponse(uRes, res);
+      })
       .catch((reason: unknown) => {
         // A client that went away is no failure; anything else is logged, as connect-node does.
         if (ConnectError.from(reason).code === Code.Aborted) return;

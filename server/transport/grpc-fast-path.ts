@@ -13,7 +13,14 @@ export interface GrpcFastPathOptions {
   readonly readMaxBytes: number;
   /** Aborted when the server shuts down. */
   readonly shutdownSignal: AbortSignal;
+  /** Headers set on every answer (the server's version and contract revision). */
+  readonly answerHeaders?: Readonly<Record<string, string>>;
 }
+
+/** The options a call is served with: the response headers made once. */
+type ServeOptions = GrpcFastPathOptions & {
+  readonly responseHeaders: Readonly<Record<string, string | number>>;
+};
 
 type UnaryFn = (request: unknown, context: HandlerContext) => Promise<unknown>;
 type StreamFn = (request: unknown, context: HandlerContext) => AsyncIterable<unknown>;
@@ -60,6 +67,10 @@ export function createGrpcFastPath(
       }
     }
   }
+  const serveOptions: ServeOptions = {
+    ...options,
+    responseHeaders: Object.freeze({ ...GRPC_RESPONSE_HEADERS, ...options.answerHeaders }),
+  };
   return (stream, headers) => {
     if (headers[":method"] !== "POST") return false;
     const type = headers["content-type"];
@@ -68,7 +79,7 @@ export function createGrpcFastPath(
     if (encoding !== undefined && encoding !== "identity") return false;
     const route = routes.get(headers[":path"] ?? "");
     if (route === undefined) return false;
-    serve(stream, headers, route, options);
+    serve(stream, headers, route, serveOptions);
     return true;
   };
 }
@@ -77,7 +88,7 @@ function serve(
   stream: ServerHttp2Stream,
   headers: IncomingHttpHeaders,
   route: Route,
-  options: GrpcFastPathOptions,
+  options: ServeOptions,
 ): void {
   const limit = options.readMaxBytes + 5;
   const chunks: Buffer[] = [];
@@ -86,7 +97,7 @@ function serve(
   const fail = (error: ConnectError) => {
     if (answered) return;
     answered = true;
-    respondError(stream, error);
+    respondError(stream, error, options.responseHeaders);
   };
   stream.on("error", () => {
     // A client that resets its stream: nothing to answer.
@@ -117,7 +128,7 @@ function serve(
       (frame) => {
         if (answered || stream.destroyed) return;
         answered = true;
-        stream.respond(GRPC_RESPONSE_HEADERS, { waitForTrailers: true });
+        stream.respond(options.responseHeaders, { waitForTrailers: true });
         stream.once("wantTrailers", () => stream.sendTrailers(GRPC_OK));
         stream.end(frame);
       },
@@ -143,7 +154,11 @@ async function call(
 }
 
 /** A trailers-only response carrying the status, its message and its details. */
-function respondError(stream: ServerHttp2Stream, error: ConnectError): void {
+function respondError(
+  stream: ServerHttp2Stream,
+  error: ConnectError,
+  responseHeaders: Readonly<Record<string, string | number>>,
+): void {
   if (stream.destroyed || stream.headersSent) return;
-  stream.respond({ ...GRPC_RESPONSE_HEADERS, ...statusOf(error) }, { endStream: true });
+  stream.respond({ ...responseHeaders, ...statusOf(error) }, { endStream: true });
 }

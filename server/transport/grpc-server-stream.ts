@@ -28,10 +28,13 @@ export async function serveServerStream(
   stream: ServerHttp2Stream,
   headers: IncomingHttpHeaders,
   route: ServerStreamRoute,
-  options: { readonly shutdownSignal: AbortSignal },
+  options: {
+    readonly shutdownSignal: AbortSignal;
+    readonly responseHeaders?: Readonly<Record<string, string | number>>;
+  },
   body: Buffer,
 ): Promise<void> {
-  const answer = new StreamAnswer(stream, route.method);
+  const answer = new StreamAnswer(stream, route.method, options.responseHeaders);
   try {
     const { input, context } = openCall(stream, headers, route, options, body);
     answer.context = context;
@@ -97,7 +100,14 @@ class StreamAnswer {
   /** The call's context, told when the call has answered (`LazyContext.ended`). */
   context: LazyContext | undefined;
 
-  constructor(stream: ServerHttp2Stream, method: DescMethod) {
+  readonly #headers: Readonly<Record<string, string | number>>;
+
+  constructor(
+    stream: ServerHttp2Stream,
+    method: DescMethod,
+    headers: Readonly<Record<string, string | number>> = GRPC_RESPONSE_HEADERS,
+  ) {
+    this.#headers = headers;
     this.#stream = stream;
     this.#method = method;
   }
@@ -116,7 +126,7 @@ class StreamAnswer {
   send(message: unknown): boolean {
     if (!this.#started) {
       this.#started = true;
-      this.#stream.respond(GRPC_RESPONSE_HEADERS, { waitForTrailers: true });
+      this.#stream.respond(this.#headers, { waitForTrailers: true });
     }
     return this.#stream.write(frameOf(this.#method.output, message));
   }
@@ -148,7 +158,7 @@ class StreamAnswer {
     if (this.gone) return;
     try {
       if (!this.#started) {
-        stream.respond({ ...GRPC_RESPONSE_HEADERS, ...status }, { endStream: true });
+        stream.respond({ ...this.#headers, ...status }, { endStream: true });
         return;
       }
       stream.once("wantTrailers", () => stream.sendTrailers(status));
