@@ -22,9 +22,10 @@ import { createRedisClient } from "./store/scripts.js";
  */
 async function main(): Promise<void> {
   let config = configFromEnv(process.env, openFileLimit());
-  if (config.authTokens.length === 0 && !isLoopback(config.host)) {
+  const authOn = config.authTokens.length > 0 || config.authJwt !== undefined;
+  if (!authOn && !isLoopback(config.host)) {
     console.log(
-      `suggest-task: no AUTH_TOKENS are set, so it listens on loopback only (127.0.0.1), not on ${config.host}`,
+      `suggest-task: no AUTH_TOKENS (nor AUTH_JWKS_FILE or AUTH_JWKS_URL) are set, so it listens on loopback only (127.0.0.1), not on ${config.host}`,
     );
     config = { ...config, host: "127.0.0.1" };
   }
@@ -59,9 +60,13 @@ async function main(): Promise<void> {
     throw explained(err, config);
   }
   const parts = [
-    config.authTokens.length === 0
-      ? "no auth (AUTH_TOKENS unset): loopback only"
-      : `bearer auth: ${config.authTokens.length} token(s)`,
+    authOn
+      ? `bearer auth: ${[
+          ...(config.authTokens.length > 0 ? [`${config.authTokens.length} token(s)`] : []),
+          ...(config.authJwt ? [`JWTs of ${config.authJwt.issuer}`] : []),
+        ].join(" and ")}`
+      : "no auth (AUTH_TOKENS unset): loopback only",
+    ...(server.metricsUrl ? [`metrics at ${server.metricsUrl}/metrics`] : []),
     `suggest-task listening on ${server.url} (gRPC, Connect and gRPC-Web; ${
       config.tlsCertFile === undefined ? "h2c and HTTP/1.1" : "HTTP/2 and HTTP/1.1 over TLS"
     })`,

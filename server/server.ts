@@ -1,5 +1,7 @@
 import { setMaxListeners } from "node:events";
 import { readFile } from "node:fs/promises";
+import { createServer, type Server, type ServerResponse } from "node:http";
+import type { Http2ServerResponse } from "node:http2";
 import type { AddressInfo } from "node:net";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
 import { type Logger, pino } from "pino";
@@ -8,8 +10,9 @@ import { type ChatHost, createRemoteChatHost } from "./host/chat-host.js";
 import { EmbeddedChatHost } from "./host/embedded-host.js";
 import { traceChatHost } from "./host/traced-host.js";
 import { logDestination } from "./log-destination.js";
-import { bearerAuth } from "./pipeline/auth.js";
+import { bearerAuth, Credentials, holdsRole } from "./pipeline/auth.js";
 import type { PipelineOptions } from "./pipeline/call-pipeline.js";
+import { JwtVerifier } from "./pipeline/jwt-verifier.js";
 import { createTelemetry, type Telemetry } from "./pipeline/telemetry.js";
 import { logRedisOutages } from "./redis/outage-log.js";
 import { clusterEnabled, type RedisClient, subscriberConnection } from "./redis/redis-client.js";
@@ -44,6 +47,8 @@ export interface SuggestServer {
   readonly redis: RedisClient;
   /** Its logs and metrics. */
   readonly telemetry: Telemetry;
+  /** `http://host:port` of `GET /metrics` when it has a port of its own (`METRICS_PORT`). */
+  readonly metricsUrl?: string;
   /** Stops accepting, lets calls in flight finish within the grace period, closes Redis. */
   close(): Promise<void>;
 }
@@ -58,6 +63,8 @@ export type ServerSettings = Pick<
       ServiceConfig,
       | "defaultDeadlineMs"
       | "authTokens"
+      | "authJwt"
+      | "metricsPort"
       | "tlsCertFile"
       | "tlsKeyFile"
       | "logLevel"
@@ -105,13 +112,21 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
         });
   const handler = createConnectAdapter({
     routes: routesOf(services),
-    fallback: metricsFallback(parts.telemetry, settings.inspectorDir),
+    fallback: metricsFallback(
+      parts.telemetry,
+      settings.inspectorDir,
+      settings.metricsPort === undefined ? parts.credentials : undefined,
+    ),
     readMaxBytes: settings.readMaxBytes,
     shutdownSignal: shutdown.signal,
   });
   const server = await listener(settings, withSpecGrpcMessage(handler), fastPath);
   const connections = followConnections(server);
   const port = await listen(server, settings, parts.telemetry);
+  const metrics =
+    settings.metricsPort === undefined
+      ? undefined
+      : await listenMetrics(parts.telemetry, settings.host, settings.metricsPort);
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
@@ -122,6 +137,8 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
       });
       // Stops node's HTTP/1.1 timeout checks (the TLS server runs them for TLS).
       (server.h1 ?? server.h2).close();
+      metrics?.server.close();
+      metrics?.server.closeAllConnections();
       await closeParts(parts);
     })();
     return closing;
@@ -129,7 +146,14 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   const scheme = settings.tlsCertFile === undefined ? "http" : "https";
   const hostInUrl = settings.host.includes(":") ? `[${settings.host}]` : settings.host;
   const { redis, telemetry } = parts;
-  return { url: `${scheme}://${hostInUrl}:${port}`, port, redis, telemetry, close };
+  return {
+    url: `${scheme}://${hostInUrl}:${port}`,
+    port,
+    redis,
+    telemetry,
+    close,
+    ...(metrics === undefined ? {} : { metricsUrl: `http://${hostInUrl}:${metrics.port}` }),
+  };
 }
 
 /** Closes what `createParts` opened: the watchers, Redis, the log's flushing. */
@@ -145,6 +169,8 @@ async function closeParts(parts: Parts): Promise<void> {
 /** What the routes are built from, and what shutdown closes. */
 type Parts = RoutesDeps & {
   readonly telemetry: Telemetry;
+  /** The static tokens and JWTs calls and `GET /metrics` are checked against. */
+  readonly credentials: Credentials;
   readonly redis: RedisClient;
   readonly watchHub: WatchHub;
   readonly startLocks: StartLocks;
@@ -168,9 +194,13 @@ function createParts(settings: ServerSettings): Parts {
     telemetry.redisErrors.inc();
   });
   const stopOutageLog = logRedisOutages(redis, redact(settings.redisUrl), telemetry.logger);
+  const credentials = new Credentials({
+    tokens: settings.authTokens ?? [],
+    jwt: settings.authJwt === undefined ? undefined : new JwtVerifier(settings.authJwt),
+  });
   const pipeline: PipelineOptions = {
     // Telemetry first, so that it sees every call; auth before anything reads the request.
-    hooks: [telemetry.hook, bearerAuth(settings.authTokens ?? [])],
+    hooks: [telemetry.hook, bearerAuth(credentials)],
     defaultDeadlineMs: settings.defaultDeadlineMs ?? defaultConfig.defaultDeadlineMs,
     // The cap on a unary call's own work; a longer caller's deadline is accepted.
     maxDeadlineMs: settings.maxTimeoutMs,
@@ -206,7 +236,7 @@ function createParts(settings: ServerSettings): Parts {
   return {
     ...{ telemetry, redis, store, host, embeddedHost, watchHub, startLocks, pipeline },
     startInOneScript: embeddedHost !== undefined && singleRedisScripts,
-    ...{ pubsub, stopOutageLog, stopLogFlush, singleRedisScripts },
+    ...{ pubsub, stopOutageLog, stopLogFlush, singleRedisScripts, credentials },
   };
 }
 
@@ -275,17 +305,28 @@ function clientLimitsOf(settings: ServerSettings): ClientLimits {
 /**
  * Serves `GET /metrics` (Prometheus text) and, with `inspectorDir`, the inspector page
  * (`GET /`, server/transport/static-files.ts) beside the RPCs; anything else is 404.
+ * With `credentials` (no `METRICS_PORT`), `/metrics` asks for a bearer token of the
+ * `metrics` role when auth is on (401 without one, 403 for another role's); without
+ * them, `/metrics` is served on its own port only, and is 404 here.
  */
 function metricsFallback(
   telemetry: Telemetry,
   inspectorDir: string | undefined,
+  credentials: Credentials | undefined,
 ): NonNullable<ConnectNodeAdapterOptions["fallback"]> {
   const page = inspectorDir === undefined ? undefined : staticFiles(inspectorDir);
   return (req, res) => {
-    if (req.method === "GET" && req.url === "/metrics") {
-      void telemetry.registry.metrics().then((text) => {
-        res.writeHead(200, { "content-type": telemetry.registry.contentType });
-        res.end(text);
+    if (credentials !== undefined && req.method === "GET" && req.url === "/metrics") {
+      void holdsRole(credentials, req.headers.authorization, "metrics").then((allowed) => {
+        if (!allowed) {
+          res.writeHead(401, {
+            "content-type": "text/plain",
+            "www-authenticate": 'Bearer realm="metrics"',
+          });
+          res.end("a bearer token of the metrics role is required\n");
+          return;
+        }
+        serveMetrics(telemetry, res);
       });
       return;
     }
@@ -293,4 +334,36 @@ function metricsFallback(
     res.writeHead(404, { "content-type": "text/plain" });
     res.end("not found\n");
   };
+}
+
+/** Writes the registry's metrics as Prometheus text. */
+function serveMetrics(
+  telemetry: Telemetry,
+  res: Pick<ServerResponse, "writeHead" | "end"> | Pick<Http2ServerResponse, "writeHead" | "end">,
+): void {
+  void telemetry.registry.metrics().then((text) => {
+    res.writeHead(200, { "content-type": telemetry.registry.contentType });
+    res.end(text);
+  });
+}
+
+/**
+ * `GET /metrics` on a port of its own (`METRICS_PORT`), plain HTTP/1.1 without a token:
+ * for a scraper inside the network, the port kept from the outside by the network.
+ */
+async function listenMetrics(
+  telemetry: Telemetry,
+  host: string,
+  port: number,
+): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    if (req.method === "GET" && req.url === "/metrics") return serveMetrics(telemetry, res);
+    res.writeHead(404, { "content-type": "text/plain" });
+    res.end("not found\n");
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+  return { server, port: (server.address() as AddressInfo).port };
 }
