@@ -49,7 +49,13 @@ async function main(): Promise<void> {
       const dir = resolve(config.dataDir, "redis");
       // The service talks to it over a Unix socket when its path fits one (cheaper than
       // loopback TCP; docs/performance.md), and over TCP otherwise.
-      privateRedis = await startRedisServer({ dir, unixSocket: socketPathIn(dir) });
+      // On its socket alone (permissions 700) when the path fits one: no TCP port that
+      // another local user could reach.
+      privateRedis = await startRedisServer({
+        dir,
+        unixSocket: socketPathIn(dir),
+        socketOnly: true,
+      });
       lock.noteRedis(privateRedis.pid);
       redisUrl = privateRedis.socketUrl ?? privateRedis.url;
     }
@@ -71,7 +77,7 @@ async function main(): Promise<void> {
       config.tlsCertFile === undefined ? "h2c and HTTP/1.1" : "HTTP/2 and HTTP/1.1 over TLS"
     })`,
     privateRedis
-      ? `private redis-server on ${privateRedis.url}${privateRedis.socketUrl ? ` and ${privateRedis.socketUrl}` : ""}, data in ${privateRedis.dir}`
+      ? `private redis-server on ${privateRedis.url}${privateRedis.socketUrl && privateRedis.socketUrl !== privateRedis.url ? ` and ${privateRedis.socketUrl}` : ""}, data in ${privateRedis.dir}`
       : `${parseRedisUrl(redisUrl).kind === "cluster" ? "Redis Cluster" : "Redis"} at ${redact(redisUrl)}`,
     config.chatHostUrl ? `chat host at ${config.chatHostUrl}` : "embedded chat host",
     ...(tracing ? ["traces to the OTLP endpoint"] : []),
