@@ -66,12 +66,7 @@ async function main(): Promise<void> {
     throw explained(err, config);
   }
   const parts = [
-    authOn
-      ? `bearer auth: ${[
-          ...(config.authTokens.length > 0 ? [`${config.authTokens.length} token(s)`] : []),
-          ...(config.authJwt ? [`JWTs of ${config.authJwt.issuer}`] : []),
-        ].join(" and ")}`
-      : "no auth (AUTH_TOKENS unset): loopback only",
+    authSummary(config),
     ...(server.metricsUrl ? [`metrics at ${server.metricsUrl}/metrics`] : []),
     `suggest-task listening on ${server.url} (gRPC, Connect and gRPC-Web; ${
       config.tlsCertFile === undefined ? "h2c and HTTP/1.1" : "HTTP/2 and HTTP/1.1 over TLS"
@@ -138,6 +133,17 @@ function openFileLimit(): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The start-up line's part about auth. */
+function authSummary(config: ServiceConfig): string {
+  const kinds = [
+    ...(config.authTokens.length > 0 ? [`${config.authTokens.length} token(s)`] : []),
+    ...(config.authJwt ? [`JWTs of ${config.authJwt.issuer}`] : []),
+  ];
+  return kinds.length > 0
+    ? `bearer auth: ${kinds.join(" and ")}`
+    : "no auth (AUTH_TOKENS unset): loopback only";
 }
 
 /** True for addresses only this machine can reach. */
