@@ -1,4 +1,7 @@
+import { parseScope } from "./domain/grants.js";
+import { isValidId } from "./domain/ids.js";
 import { ROLES, type Role, type TokenGrant } from "./pipeline/auth.js";
+import type { JwtSettings } from "./pipeline/jwt-verifier.js";
 import { parseRedisUrl, RedisUrlError } from "./redis/redis-url.js";
 import { defaultStartLockSettings } from "./store/start-lock-protocol.js";
 
@@ -34,8 +37,15 @@ export interface ServiceConfig {
   readonly shutdownDelayMs: number;
   /** The deadline of a unary call whose caller set none, in ms. */
   readonly defaultDeadlineMs: number;
-  /** Bearer tokens and their roles; none: no auth, and loopback only. */
+  /** Static bearer tokens, their roles and grants; none (and no JWT): no auth, and loopback only. */
   readonly authTokens: readonly TokenGrant[];
+  /** Bearer JWTs (`AUTH_JWKS_FILE` or `AUTH_JWKS_URL`, `AUTH_JWT_ISSUER`, `AUTH_JWT_AUDIENCE`). */
+  readonly authJwt: JwtSettings | undefined;
+  /**
+   * `GET /metrics` on a port of its own (`METRICS_PORT`) instead of the service's port;
+   * unset: on the service's port, behind a token of the `metrics` role when auth is on.
+   */
+  readonly metricsPort: number | undefined;
   /** A PEM certificate and key for TLS; unset: cleartext (h2c and HTTP/1.1). */
   readonly tlsCertFile: string | undefined;
   readonly tlsKeyFile: string | undefined;
@@ -95,6 +105,8 @@ export const defaultConfig: Readonly<ServiceConfig> = Object.freeze({
   shutdownDelayMs: 0,
   defaultDeadlineMs: 30_000,
   authTokens: Object.freeze([]) as readonly TokenGrant[],
+  authJwt: undefined,
+  metricsPort: undefined,
   tlsCertFile: undefined,
   tlsKeyFile: undefined,
   logLevel: "info",
@@ -162,20 +174,36 @@ function redisUrl(env: Env, name: string): string | undefined {
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
-/** `role:token` entries separated by commas, e.g. `agent:s3cret,app:0th3r`. */
+/**
+ * `role:token` entries separated by commas, e.g. `agent:s3cret,app:0th3r`, each
+ * optionally followed by space-separated workspace grants as a JWT's scope spells them
+ * (`app:0th3r workspace:acme workspace:globex`); an entry without grants opens every
+ * workspace. Several tokens may share a role (rotation: add the new one, move the
+ * clients, drop the old one).
+ */
 function tokens(env: Env, name: string): readonly TokenGrant[] {
   const raw = env[name];
   if (raw === undefined || raw.trim() === "") return [];
-  const grants = raw.split(",").map((entry) => {
-    const at = entry.indexOf(":");
-    const role = entry.slice(0, at).trim() as Role;
-    const token = entry.slice(at + 1).trim();
+  const grants = raw.split(",").map((entry): TokenGrant => {
+    const [first = "", ...words] = entry.trim().split(/[ \t]+/);
+    const at = first.indexOf(":");
+    const role = first.slice(0, at) as Role;
+    const token = first.slice(at + 1);
     if (at < 0 || !ROLES.includes(role) || !/^[\x21-\x7e]{16,}$/.test(token)) {
       throw new ConfigError(
-        `${name} must be role:token entries separated by commas, each role one of ${ROLES.join(", ")} and each token at least 16 printable characters`,
+        `${name} must be role:token entries separated by commas, each role one of ${ROLES.join(", ")} and each token at least 16 printable characters, optionally followed by workspace:<id> grants`,
       );
     }
-    return { role, token };
+    if (words.length === 0) return { role, token };
+    for (const word of words) {
+      const id = word.startsWith("workspace:") ? word.slice("workspace:".length) : undefined;
+      if (id === undefined || (id !== "*" && !isValidId(id))) {
+        throw new ConfigError(
+          `${name}: the grants after a token must be workspace:<id> or workspace:* (got "${word}")`,
+        );
+      }
+    }
+    return { role, token, grants: parseScope(words.join(" ")).grants };
   });
   const seen = new Set<string>();
   for (const { token } of grants) {
@@ -184,6 +212,31 @@ function tokens(env: Env, name: string): readonly TokenGrant[] {
     seen.add(token);
   }
   return grants;
+}
+
+/** The JWT settings: a key set (a file or a URL, not both), an issuer and an audience. */
+function jwtSettings(env: Env): JwtSettings | undefined {
+  const jwksFile = env.AUTH_JWKS_FILE || undefined;
+  const jwksUrl = url(env, "AUTH_JWKS_URL", ["http:", "https:"]);
+  const issuer = env.AUTH_JWT_ISSUER || undefined;
+  const audience = env.AUTH_JWT_AUDIENCE || undefined;
+  if (jwksFile === undefined && jwksUrl === undefined) {
+    if (issuer !== undefined || audience !== undefined) {
+      throw new ConfigError(
+        "AUTH_JWT_ISSUER and AUTH_JWT_AUDIENCE need AUTH_JWKS_FILE or AUTH_JWKS_URL (the keys that sign the tokens)",
+      );
+    }
+    return undefined;
+  }
+  if (jwksFile !== undefined && jwksUrl !== undefined) {
+    throw new ConfigError("set AUTH_JWKS_FILE or AUTH_JWKS_URL, not both");
+  }
+  if (issuer === undefined || audience === undefined) {
+    throw new ConfigError(
+      `${jwksFile === undefined ? "AUTH_JWKS_URL" : "AUTH_JWKS_FILE"} needs AUTH_JWT_ISSUER and AUTH_JWT_AUDIENCE (every token's iss and aud)`,
+    );
+  }
+  return { jwksFile, jwksUrl, issuer, audience };
 }
 
 function flag(env: Env, name: string, fallback: boolean): boolean {
@@ -224,6 +277,11 @@ export function configFromEnv(env: Env, openFileLimit?: number): ServiceConfig {
       3_600_000,
     ),
     authTokens: tokens(env, "AUTH_TOKENS"),
+    authJwt: jwtSettings(env),
+    metricsPort:
+      env.METRICS_PORT === undefined || env.METRICS_PORT === ""
+        ? undefined
+        : integer(env, "METRICS_PORT", 0, 0, 65535),
     tlsCertFile: tls.cert,
     tlsKeyFile: tls.key,
     logLevel,

@@ -30,9 +30,10 @@ async function main(): Promise<void> {
   const command = operatorCommand(process.argv[2]);
   if (command === "help") return console.log(USAGE);
   let config = configFromEnv(process.env, openFileLimit());
-  if (config.authTokens.length === 0 && !isLoopback(config.host)) {
+  const authOn = config.authTokens.length > 0 || config.authJwt !== undefined;
+  if (!authOn && !isLoopback(config.host)) {
     console.log(
-      `suggest-task: no AUTH_TOKENS are set, so it listens on loopback only (127.0.0.1), not on ${config.host}`,
+      `suggest-task: no AUTH_TOKENS (nor AUTH_JWKS_FILE or AUTH_JWKS_URL) are set, so it listens on loopback only (127.0.0.1), not on ${config.host}`,
     );
     config = { ...config, host: "127.0.0.1" };
   }
@@ -62,7 +63,13 @@ async function main(): Promise<void> {
       lock = lockDataDir(config.dataDir);
       // The service talks to it over a Unix socket when its path fits one (cheaper than
       // loopback TCP; docs/performance.md), and over TCP otherwise.
-      privateRedis = await startRedisServer({ dir, unixSocket: socketPathIn(dir) });
+      // On its socket alone (permissions 700) when the path fits one: no TCP port that
+      // another local user could reach.
+      privateRedis = await startRedisServer({
+        dir,
+        unixSocket: socketPathIn(dir),
+        socketOnly: true,
+      });
       lock.noteRedis(privateRedis.pid);
       redisUrl = privateRedis.socketUrl ?? privateRedis.url;
     }
@@ -73,14 +80,13 @@ async function main(): Promise<void> {
     throw explained(err, config);
   }
   const parts = [
-    config.authTokens.length === 0
-      ? "no auth (AUTH_TOKENS unset): loopback only"
-      : `bearer auth: ${config.authTokens.length} token(s)`,
+    authSummary(config),
+    ...(server.metricsUrl ? [`metrics at ${server.metricsUrl}/metrics`] : []),
     `suggest-task listening on ${server.url} (gRPC, Connect and gRPC-Web; ${
       config.tlsCertFile === undefined ? "h2c and HTTP/1.1" : "HTTP/2 and HTTP/1.1 over TLS"
     })`,
     privateRedis
-      ? `private redis-server on ${privateRedis.url}${privateRedis.socketUrl ? ` and ${privateRedis.socketUrl}` : ""}, data in ${privateRedis.dir}`
+      ? `private redis-server on ${privateRedis.url}${privateRedis.socketUrl && privateRedis.socketUrl !== privateRedis.url ? ` and ${privateRedis.socketUrl}` : ""}, data in ${privateRedis.dir}`
       : `${parseRedisUrl(redisUrl).kind === "cluster" ? "Redis Cluster" : "Redis"} at ${redact(redisUrl)}`,
     config.chatHostUrl ? `chat host at ${config.chatHostUrl}` : "embedded chat host",
     ...(tracing ? ["traces to the OTLP endpoint"] : []),
@@ -182,6 +188,17 @@ function openFileLimit(): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The start-up line's part about auth. */
+function authSummary(config: ServiceConfig): string {
+  const kinds = [
+    ...(config.authTokens.length > 0 ? [`${config.authTokens.length} token(s)`] : []),
+    ...(config.authJwt ? [`JWTs of ${config.authJwt.issuer}`] : []),
+  ];
+  return kinds.length > 0
+    ? `bearer auth: ${kinds.join(" and ")}`
+    : "no auth (AUTH_TOKENS unset): loopback only";
 }
 
 /** True for addresses only this machine can reach. */

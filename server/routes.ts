@@ -12,6 +12,7 @@ import { createChatHostService, createLocalHostService } from "./rpc/host-servic
 import type { Readiness } from "./rpc/readiness.js";
 import { Reflection } from "./rpc/reflection.js";
 import { createSuggestionService, type SuggestionServiceDeps } from "./rpc/suggestion-service.js";
+import { guardTenants } from "./rpc/tenant-guard.js";
 import type { ServedService } from "./transport/handler-types.js";
 
 /** What the routes are built from. */
@@ -38,7 +39,8 @@ export function buildServices(deps: RoutesDeps): readonly ServedService[] {
       ) as unknown as ServiceImpl<DescService>,
     });
   };
-  serve(SuggestionService, createSuggestionService(deps));
+  // The tenant rule (rpc/tenant-guard.ts) around every RPC, inside the pipeline's auth.
+  serve(SuggestionService, guardTenants(createSuggestionService(deps), deps));
   // The embedded host, served too when present (no `CHAT_HOST_URL`).
   if (deps.embeddedHost !== undefined) {
     serve(ChatHostService, createChatHostService(deps.embeddedHost));

@@ -1,5 +1,7 @@
 import { setMaxListeners } from "node:events";
 import { readFile } from "node:fs/promises";
+import { createServer, type Server, type ServerResponse } from "node:http";
+import type { Http2ServerResponse } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { setTimeout as delay } from "node:timers/promises";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
@@ -10,8 +12,9 @@ import { type ChatHost, createRemoteChatHost } from "./host/chat-host.js";
 import { EmbeddedChatHost } from "./host/embedded-host.js";
 import { traceChatHost } from "./host/traced-host.js";
 import { logDestination } from "./log-destination.js";
-import { bearerAuth } from "./pipeline/auth.js";
+import { bearerAuth, Credentials, holdsRole } from "./pipeline/auth.js";
 import type { PipelineOptions } from "./pipeline/call-pipeline.js";
+import { JwtVerifier } from "./pipeline/jwt-verifier.js";
 import { createTelemetry, type Telemetry } from "./pipeline/telemetry.js";
 import { logRedisOutages } from "./redis/outage-log.js";
 import { clusterEnabled, type RedisClient, subscriberConnection } from "./redis/redis-client.js";
@@ -55,6 +58,8 @@ export interface SuggestServer {
   readonly readiness: Readiness;
   /** Watch streams open now (also `suggest_watchers` on /metrics). */
   readonly watchers: () => number;
+  /** `http://host:port` of `GET /metrics` when it has a port of its own (`METRICS_PORT`). */
+  readonly metricsUrl?: string;
   /**
    * The shutdown, in the order design.md's "Staying connected" gives: not ready at
    * once; serving on for `shutdownDelayMs`; then GOAWAY, calls in flight finish within
@@ -73,6 +78,8 @@ export type ServerSettings = Pick<
       ServiceConfig,
       | "defaultDeadlineMs"
       | "authTokens"
+      | "authJwt"
+      | "metricsPort"
       | "tlsCertFile"
       | "tlsKeyFile"
       | "logLevel"
@@ -136,6 +143,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
       readiness,
       settings.inspectorDir,
       await readFile(OPENAPI_FILE),
+      settings.metricsPort === undefined ? parts.credentials : undefined,
     ),
     readMaxBytes: settings.readMaxBytes,
     shutdownSignal: shutdown.signal,
@@ -144,6 +152,10 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   const server = await listener(settings, withSpecGrpcMessage(handler), fastPath);
   const connections = followConnections(server);
   const port = await listen(server, settings, parts.telemetry);
+  const metrics =
+    settings.metricsPort === undefined
+      ? undefined
+      : await listenMetrics(parts.telemetry, settings.host, settings.metricsPort);
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
@@ -158,6 +170,8 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
       });
       // Stops node's HTTP/1.1 timeout checks (the TLS server runs them for TLS).
       (server.h1 ?? server.h2).close();
+      metrics?.server.close();
+      metrics?.server.closeAllConnections();
       await closeParts(parts);
     })();
     return closing;
@@ -169,6 +183,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   return {
     ...{ url: `${scheme}://${hostInUrl}:${port}`, port, redis, telemetry },
     ...{ readiness, watchers, close },
+    ...(metrics === undefined ? {} : { metricsUrl: `http://${hostInUrl}:${metrics.port}` }),
   };
 }
 
@@ -186,6 +201,8 @@ async function closeParts(parts: Parts): Promise<void> {
 /** What the routes are built from, and what shutdown closes. */
 type Parts = RoutesDeps & {
   readonly telemetry: Telemetry;
+  /** The static tokens and JWTs calls and `GET /metrics` are checked against. */
+  readonly credentials: Credentials;
   readonly redis: RedisClient;
   readonly watchHub: WatchHub;
   readonly startLocks: StartLocks;
@@ -216,9 +233,13 @@ function createParts(settings: ServerSettings): Parts {
   });
   const stopOutageLog = logRedisOutages(redis, redact(settings.redisUrl), telemetry.logger);
   const stopStoreWatch = watchStore(redis, telemetry);
+  const credentials = new Credentials({
+    tokens: settings.authTokens ?? [],
+    jwt: settings.authJwt === undefined ? undefined : new JwtVerifier(settings.authJwt),
+  });
   const pipeline: PipelineOptions = {
     // Telemetry first, so that it sees every call; auth before anything reads the request.
-    hooks: [telemetry.hook, bearerAuth(settings.authTokens ?? [])],
+    hooks: [telemetry.hook, bearerAuth(credentials)],
     defaultDeadlineMs: settings.defaultDeadlineMs ?? defaultConfig.defaultDeadlineMs,
     // The cap on a unary call's own work; a longer caller's deadline is accepted.
     maxDeadlineMs: settings.maxTimeoutMs,
@@ -262,7 +283,7 @@ function createParts(settings: ServerSettings): Parts {
   return {
     ...{ telemetry, redis, store, host, embeddedHost, watchHub, startLocks, pipeline },
     startInOneScript: embeddedHost !== undefined && singleRedisScripts,
-    ...{ pubsub, stopOutageLog, stopStoreWatch, stopLogFlush, singleRedisScripts },
+    ...{ pubsub, stopOutageLog, stopStoreWatch, stopLogFlush, singleRedisScripts, credentials },
     readiness: new Readiness(redis),
   };
 }
@@ -386,12 +407,16 @@ const OPENAPI_FILE = new URL("../gen/openapi/openapi.json", import.meta.url);
  * Serves `GET /livez` and `GET /readyz` (transport/probes.ts), `GET /metrics`
  * (Prometheus text), `GET /openapi.json` and, with `inspectorDir`, the inspector page
  * (`GET /`, server/transport/static-files.ts) beside the RPCs; anything else is 404.
+ * With `credentials` (no `METRICS_PORT`), `/metrics` asks for a bearer token of the
+ * `metrics` role when auth is on (401 without one, 403 for another role's); without
+ * them, `/metrics` is served on its own port only, and is 404 here.
  */
 function pagesFallback(
   telemetry: Telemetry,
   readiness: Readiness,
   inspectorDir: string | undefined,
   openApi: Buffer,
+  credentials: Credentials | undefined,
 ): NonNullable<ConnectNodeAdapterOptions["fallback"]> {
   const page = inspectorDir === undefined ? undefined : staticFiles(inspectorDir);
   const probe = probes(() => readiness.check());
@@ -402,10 +427,17 @@ function pagesFallback(
       res.end(openApi);
       return;
     }
-    if (req.method === "GET" && req.url === "/metrics") {
-      void telemetry.registry.metrics().then((text) => {
-        res.writeHead(200, { "content-type": telemetry.registry.contentType });
-        res.end(text);
+    if (credentials !== undefined && req.method === "GET" && req.url === "/metrics") {
+      void holdsRole(credentials, req.headers.authorization, "metrics").then((allowed) => {
+        if (!allowed) {
+          res.writeHead(401, {
+            "content-type": "text/plain",
+            "www-authenticate": 'Bearer realm="metrics"',
+          });
+          res.end("a bearer token of the metrics role is required\n");
+          return;
+        }
+        serveMetrics(telemetry, res);
       });
       return;
     }
@@ -413,4 +445,36 @@ function pagesFallback(
     res.writeHead(404, { "content-type": "text/plain" });
     res.end("not found\n");
   };
+}
+
+/** Writes the registry's metrics as Prometheus text. */
+function serveMetrics(
+  telemetry: Telemetry,
+  res: Pick<ServerResponse, "writeHead" | "end"> | Pick<Http2ServerResponse, "writeHead" | "end">,
+): void {
+  void telemetry.registry.metrics().then((text) => {
+    res.writeHead(200, { "content-type": telemetry.registry.contentType });
+    res.end(text);
+  });
+}
+
+/**
+ * `GET /metrics` on a port of its own (`METRICS_PORT`), plain HTTP/1.1 without a token:
+ * for a scraper inside the network, the port kept from the outside by the network.
+ */
+async function listenMetrics(
+  telemetry: Telemetry,
+  host: string,
+  port: number,
+): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    if (req.method === "GET" && req.url === "/metrics") return serveMetrics(telemetry, res);
+    res.writeHead(404, { "content-type": "text/plain" });
+    res.end("not found\n");
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+  return { server, port: (server.address() as AddressInfo).port };
 }

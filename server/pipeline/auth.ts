@@ -1,17 +1,28 @@
 import { hash, timingSafeEqual } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { CallHook } from "./call-pipeline.js";
+import { ALL_WORKSPACES, parseScope, type WorkspaceGrants } from "../domain/grants.js";
+import { callerGrantsKey } from "../rpc/caller-grants.js";
+import type { Call, CallHook } from "./call-pipeline.js";
+import type { JwtVerifier } from "./jwt-verifier.js";
 
-/** The roles a bearer token can hold. */
-export type Role = "agent" | "app" | "host-admin";
+/** The roles a credential can hold. `metrics` reads `GET /metrics` and calls no RPC. */
+export type Role = "agent" | "app" | "host-admin" | "metrics";
 
-/** The roles, as AUTH_TOKENS spells them. */
-export const ROLES: readonly Role[] = ["agent", "app", "host-admin"];
+/** The roles, as AUTH_TOKENS and a JWT's `scope` spell them. */
+export const ROLES: readonly Role[] = ["agent", "app", "host-admin", "metrics"];
 
-/** One configured token. */
+/** One configured static token. */
 export interface TokenGrant {
   readonly role: Role;
   readonly token: string;
+  /** The workspaces it opens; unset: every workspace. */
+  readonly grants?: WorkspaceGrants;
+}
+
+/** Who a verified credential is: its roles and the workspaces it opens. */
+export interface Principal {
+  readonly roles: readonly Role[];
+  readonly grants: WorkspaceGrants;
 }
 
 /**
@@ -36,12 +47,17 @@ const GRANTS: Readonly<Record<Role, readonly string[]>> = {
     "/oda.suggest.v1.SuggestionService/ListSettlements",
     "/oda.suggest.v1.SuggestionService/ListWorkspaceSuggestions",
     "/oda.suggest.v1.SuggestionService/WatchWorkspaceSuggestions",
+    "/oda.suggest.v1.SuggestionService/DeleteSuggestions",
   ],
   "host-admin": ["/oda.suggest.v1.ChatHostService/", "/oda.suggest.v1.LocalHostService/"],
+  metrics: [],
 };
 
-/** Services that need a token at all. */
+/** Services that need a credential at all. */
 const GUARDED_SERVICES = ["/oda.suggest.v1.SuggestionService/", ...GRANTS["host-admin"]];
+
+/** The refusal of a call without a valid credential. */
+const UNAUTHENTICATED = "a valid bearer token is required";
 
 function digest(token: string): Buffer {
   return hash("sha256", token, "buffer");
@@ -60,33 +76,143 @@ export function presentedToken(value: string | null): string | undefined {
   return match?.[1];
 }
 
+/** What the auth hook checks credentials against. */
+export interface AuthSettings {
+  /** Static tokens (`AUTH_TOKENS`). */
+  readonly tokens: readonly TokenGrant[];
+  /** Bearer JWTs (`AUTH_JWKS_FILE` or `AUTH_JWKS_URL`), when configured. */
+  readonly jwt?: JwtVerifier | undefined;
+}
+
+/** The most verified JWTs kept; the oldest is forgotten first. */
+const JWT_CACHE_SIZE = 10_000;
+
 /**
- * Bearer-token authentication with a role per token. A missing or unknown token is
- * UNAUTHENTICATED; a valid token outside its role is PERMISSION_DENIED. Both refuse the
- * call before its handler runs, so no unauthenticated call reaches Redis. With no
- * tokens configured every call is allowed (the server then listens on loopback only).
+ * Finds the principal of a bearer token: a static token (compared in constant time by
+ * digest), or a JWT verified once and then kept until it expires, so that a caller
+ * presenting the same token again costs one map lookup. A token that is neither is
+ * undefined; a JWT not verified yet answers a promise.
  */
-export function bearerAuth(grants: readonly TokenGrant[]): CallHook {
-  const known = grants.map((g) => ({ role: g.role, digest: digest(g.token) }));
+export class Credentials {
+  readonly #static: readonly { readonly digest: Buffer; readonly principal: Principal }[];
+  readonly #jwt: JwtVerifier | undefined;
+  readonly #verified = new Map<string, { principal: Principal; expiresAtMs: number }>();
+
+  constructor(settings: AuthSettings) {
+    this.#static = settings.tokens.map((t) => ({
+      digest: digest(t.token),
+      principal: { roles: [t.role], grants: t.grants ?? ALL_WORKSPACES },
+    }));
+    this.#jwt = settings.jwt;
+  }
+
+  /** True when any credential is configured (else every call is allowed). */
+  get enabled(): boolean {
+    return this.#static.length > 0 || this.#jwt !== undefined;
+  }
+
+  /** The principal of `token`; undefined when it is none. */
+  principalOf(token: string | undefined): Principal | undefined | Promise<Principal | undefined> {
+    if (token === undefined) return undefined;
+    if (this.#jwt !== undefined && isJwtShaped(token)) {
+      const kept = this.#verified.get(token);
+      if (kept !== undefined && kept.expiresAtMs > Date.now()) return kept.principal;
+      if (kept !== undefined) this.#verified.delete(token);
+      return this.#verifyJwt(this.#jwt, token);
+    }
+    if (this.#static.length === 0) return undefined;
+    const presented = digest(token);
+    return this.#static.find((k) => timingSafeEqual(k.digest, presented))?.principal;
+  }
+
+  async #verifyJwt(jwt: JwtVerifier, token: string): Promise<Principal | undefined> {
+    let verified: Awaited<ReturnType<JwtVerifier["verify"]>>;
+    try {
+      verified = await jwt.verify(token);
+    } catch {
+      return undefined;
+    }
+    const scope = parseScope(verified.scope);
+    const roles = ROLES.filter((r) => scope.words.includes(r));
+    const principal: Principal = { roles, grants: scope.grants };
+    if (this.#verified.size >= JWT_CACHE_SIZE) {
+      const oldest = this.#verified.keys().next();
+      if (oldest.done !== true) this.#verified.delete(oldest.value);
+    }
+    this.#verified.set(token, { principal, expiresAtMs: verified.expiresAtMs });
+    return principal;
+  }
+}
+
+/** Three base64url parts: a compact JWS. */
+function isJwtShaped(token: string): boolean {
+  return /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(token);
+}
+
+/** True when one of `roles` may call `procedure`. */
+export function mayCall(roles: readonly Role[], procedure: string): boolean {
+  return roles.some((role) =>
+    GRANTS[role].some((p) => (p.endsWith("/") ? procedure.startsWith(p) : procedure === p)),
+  );
+}
+
+/**
+ * Bearer authentication: a static token with its role (several per role, for rotation),
+ * or a JWT whose `scope` carries roles and workspace grants. A missing, unknown or
+ * invalid credential is UNAUTHENTICATED; a valid one outside its roles is
+ * PERMISSION_DENIED. Both refuse the call before its handler runs, so no
+ * unauthenticated call reaches Redis. The workspaces the credential opens go on the
+ * call's context (`callerGrantsKey`) for the handlers' tenant rule. With no credential
+ * configured every call is allowed (the server then listens on loopback only).
+ */
+export function bearerAuth(settings: Credentials | AuthSettings | readonly TokenGrant[]): CallHook {
+  const credentials =
+    settings instanceof Credentials
+      ? settings
+      : new Credentials(
+          Array.isArray(settings) ? { tokens: settings } : (settings as AuthSettings),
+        );
+  if (!credentials.enabled) return {};
+  const admit = (call: Call, principal: Principal | undefined) => {
+    if (principal === undefined) throw new ConnectError(UNAUTHENTICATED, Code.Unauthenticated);
+    if (!mayCall(principal.roles, call.procedure)) {
+      throw new ConnectError(
+        `${credentialOf(principal.roles)} may not call ${call.procedure.slice(1)}`,
+        Code.PermissionDenied,
+      );
+    }
+    if (!principal.grants.all) call.context.values.set(callerGrantsKey, principal.grants);
+  };
   return {
     before(call) {
-      if (known.length === 0) return;
-      if (!GUARDED_SERVICES.some((prefix) => call.procedure.startsWith(prefix))) return;
+      if (!GUARDED_SERVICES.some((prefix) => call.procedure.startsWith(prefix))) return undefined;
       const token = presentedToken(call.context.requestHeader.get("authorization"));
-      const presented = token === undefined ? undefined : digest(token);
-      const role = presented && known.find((k) => timingSafeEqual(k.digest, presented))?.role;
-      if (!role) {
-        throw new ConnectError("a valid bearer token is required", Code.Unauthenticated);
-      }
-      const allowed = GRANTS[role].some((p) =>
-        p.endsWith("/") ? call.procedure.startsWith(p) : call.procedure === p,
-      );
-      if (!allowed) {
-        throw new ConnectError(
-          `a token of the ${role} role may not call ${call.procedure.slice(1)}`,
-          Code.PermissionDenied,
-        );
-      }
+      const principal = credentials.principalOf(token);
+      // A JWT seen for the first time waits for its verification; then it is kept.
+      return principal instanceof Promise
+        ? principal.then((p) => admit(call, p))
+        : admit(call, principal);
     },
   };
+}
+
+/**
+ * True when the `authorization` header value carries a credential holding `role`
+ * (`GET /metrics` asks for `metrics`); always true when no credential is configured.
+ */
+export async function holdsRole(
+  credentials: Credentials,
+  header: string | undefined,
+  role: Role,
+): Promise<boolean> {
+  if (!credentials.enabled) return true;
+  const principal = await credentials.principalOf(presentedToken(header ?? null));
+  return principal?.roles.includes(role) === true;
+}
+
+/** `a token of the app role`, `a token of the agent and app roles`, `a token of no role`. */
+function credentialOf(roles: readonly Role[]): string {
+  if (roles.length === 0) return "a token of no role";
+  if (roles.length === 1) return `a token of the ${roles[0]} role`;
+  return `a token of the ${roles.slice(0, -1).join(", ")} and ${roles.at(-1)} roles`;
 }

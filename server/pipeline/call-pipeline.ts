@@ -21,10 +21,12 @@ export interface Call {
 
 /**
  * A concern that applies around every call (auth, checks, logs, metrics). `before` may
- * throw to refuse the call; `after` sees how it ended.
+ * throw to refuse the call, or answer a promise when it must wait (a JWT not verified
+ * yet): the call goes on once it settles, and is refused if it rejects. `after` sees how
+ * it ended.
  */
 export interface CallHook {
-  before?(call: Call): void;
+  before?(call: Call): void | Promise<void>;
   after?(call: Call, error: ConnectError | undefined, durationMs: number): void;
 }
 
@@ -53,10 +55,9 @@ export function wrapService<S extends DescService>(
     const handler = (impl as Record<string, unknown>)[method.localName];
     if (typeof handler !== "function") continue;
     const procedure = `/${service.typeName}/${method.name}`;
-    const start = (request: unknown, context: HandlerContext): Call => {
+    const start = (request: unknown, context: HandlerContext): Started => {
       const call = { service, method, procedure, request, context };
-      for (const hook of options.hooks) hook.before?.(call);
-      return call;
+      return { call, pending: runBefore(options.hooks, call, 0) };
     };
     const finish = (call: Call, began: number, error: unknown) => {
       const connectError = error === undefined ? undefined : ConnectError.from(error);
@@ -68,7 +69,9 @@ export function wrapService<S extends DescService>(
         const began = performance.now();
         let call: Call | undefined;
         try {
-          call = start(request, context);
+          const started = start(request, context);
+          call = started.call;
+          if (started.pending !== undefined) await started.pending;
           const result = await withinBudget(
             context,
             options,
@@ -100,6 +103,29 @@ export function wrapService<S extends DescService>(
   return wrapped as ServiceImpl<S>;
 }
 
+/** A call whose `before` hooks ran, or still run (`pending`). */
+interface Started {
+  readonly call: Call;
+  readonly pending: Promise<void> | undefined;
+}
+
+/**
+ * Runs the `before` hooks from `from` on, in order: undefined when all ran at once (the
+ * usual case, which costs no promise), else a promise of the rest, run after the one
+ * that waits.
+ */
+function runBefore(
+  hooks: readonly CallHook[],
+  call: Call,
+  from: number,
+): Promise<void> | undefined {
+  for (let i = from; i < hooks.length; i++) {
+    const waiting = hooks[i]?.before?.(call);
+    if (waiting !== undefined) return waiting.then(() => runBefore(hooks, call, i + 1));
+  }
+  return undefined;
+}
+
 /**
  * A stream's messages passed through as they come, with the hooks around the whole
  * stream: `before` at the first read, `after` once when it ends (its last message, an
@@ -109,16 +135,18 @@ export function wrapService<S extends DescService>(
  * with 1,000 watchers passes through here 1,000 times.
  */
 class HookedStream implements AsyncIterableIterator<unknown>, PushSource<unknown> {
-  readonly #start: () => Call;
+  readonly #start: () => Started;
   readonly #open: () => AsyncIterable<unknown>;
   readonly #finish: (call: Call | undefined, began: number, error: unknown) => void;
   #call: Call | undefined;
   #source: AsyncIterator<unknown> | undefined;
+  /** The handler's stream while a `before` hook waits (a JWT being verified). */
+  #opening: Promise<AsyncIterator<unknown>> | undefined;
   #began = 0;
   #ended = false;
 
   constructor(
-    start: () => Call,
+    start: () => Started,
     open: () => AsyncIterable<unknown>,
     finish: (call: Call | undefined, began: number, error: unknown) => void,
   ) {
@@ -134,7 +162,7 @@ class HookedStream implements AsyncIterableIterator<unknown>, PushSource<unknown
   async next(): Promise<IteratorResult<unknown>> {
     if (this.#ended) return { done: true, value: undefined };
     try {
-      const result = await (this.#source ?? this.#opened()).next();
+      const result = await (this.#source ?? (await (this.#opening ?? this.#opened()))).next();
       if (result.done === true) this.#end(undefined);
       return result;
     } catch (err) {
@@ -151,14 +179,16 @@ class HookedStream implements AsyncIterableIterator<unknown>, PushSource<unknown
    * hook that refuses, or a handler that throws at once, throws here, `after` told.
    */
   pushTo(sink: PushSink<unknown>): Pushing | undefined {
-    if (this.#ended || this.#source !== undefined) return undefined;
-    let source: AsyncIterator<unknown>;
+    if (this.#ended || this.#source !== undefined || this.#opening !== undefined) return undefined;
+    let source: AsyncIterator<unknown> | Promise<AsyncIterator<unknown>>;
     try {
       source = this.#opened();
     } catch (err) {
       this.#end(err);
       throw err;
     }
+    // A hook that waits: the transport reads the stream instead, `next` awaiting it.
+    if (source instanceof Promise) return undefined;
     const pushing = pushSourceOf<unknown>(source)?.pushTo({
       push: (message) => sink.push(message),
       end: (error) => {
@@ -179,10 +209,23 @@ class HookedStream implements AsyncIterableIterator<unknown>, PushSource<unknown
     };
   }
 
-  /** The handler's stream, opened now: `before` runs, and the call's time starts. */
-  #opened(): AsyncIterator<unknown> {
+  /**
+   * The handler's stream, opened now: `before` runs, and the call's time starts; a
+   * promise of it when a hook waits (it rejects when the hook refuses the call).
+   */
+  #opened(): AsyncIterator<unknown> | Promise<AsyncIterator<unknown>> {
     this.#began = performance.now();
-    this.#call = this.#start();
+    const { call, pending } = this.#start();
+    this.#call = call;
+    if (pending === undefined) return this.#openSource();
+    const opening = pending.then(() => this.#openSource());
+    // Read by `next` (or `#close`); a refusal seen by neither is not an unhandled one.
+    opening.catch(() => {});
+    this.#opening = opening;
+    return opening;
+  }
+
+  #openSource(): AsyncIterator<unknown> {
     this.#source = this.#open()[Symbol.asyncIterator]();
     return this.#source;
   }
@@ -204,6 +247,12 @@ class HookedStream implements AsyncIterableIterator<unknown>, PushSource<unknown
 
   async #close(error: unknown): Promise<void> {
     if (this.#ended) return;
+    // A stream closed while a hook waits: closed once it has opened (or was refused).
+    if (this.#source === undefined && this.#opening !== undefined) {
+      await this.#opening.catch(() => undefined);
+      if (this.#ended) return;
+      if (this.#source === undefined) return this.#end(error);
+    }
     // A stream never read ran nothing: no hooks, as a generator never started.
     if (this.#source === undefined) {
       this.#ended = true;

@@ -15,6 +15,11 @@ export interface RedisServerOptions {
    * over loopback TCP (docs/performance.md).
    */
   readonly unixSocket?: string | undefined;
+  /**
+   * With `unixSocket`: listen on the socket alone, no TCP port (`--port 0`), so that only
+   * its owner reaches it (`npm start`'s private Redis); `url` is then the socket's.
+   */
+  readonly socketOnly?: boolean;
   /** Extra `redis-server` arguments (e.g. cluster settings). */
   readonly extraArgs?: readonly string[];
   /** The executable; `redis-server` on PATH by default. */
@@ -83,7 +88,7 @@ function spawnRedis(options: RedisServerOptions, port: number): Promise<RedisSer
   const executable = options.executable ?? "redis-server";
   const args = [
     "--port",
-    String(port),
+    options.socketOnly === true && options.unixSocket !== undefined ? "0" : String(port),
     "--bind",
     "127.0.0.1",
     "--dir",
@@ -111,7 +116,8 @@ function spawnRedis(options: RedisServerOptions, port: number): Promise<RedisSer
     let output = "";
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
-      if (output.includes("Ready to accept connections")) {
+      // "Ready to accept connections tcp", or on a socket alone "... ready to accept connections at <path>".
+      if (/ready to accept connections/i.test(output)) {
         child.stdout?.off("data", onData);
         child.stdout?.resume();
         resolve(handle(child, exited, port, options));
@@ -134,7 +140,7 @@ function handle(
   child: ChildProcess,
   exited: Promise<void>,
   port: number,
-  { dir, unixSocket }: RedisServerOptions,
+  { dir, unixSocket, socketOnly }: RedisServerOptions,
 ): RedisServerProcess {
   const signal = async (name: NodeJS.Signals) => {
     if (child.exitCode === null && child.signalCode === null) child.kill(name);
@@ -142,7 +148,10 @@ function handle(
   };
   return {
     port,
-    url: `redis://127.0.0.1:${port}`,
+    url:
+      socketOnly === true && unixSocket !== undefined
+        ? unixSocketUrl(unixSocket)
+        : `redis://127.0.0.1:${port}`,
     socketUrl: unixSocket === undefined ? undefined : unixSocketUrl(unixSocket),
     dir,
     pid: child.pid ?? 0,

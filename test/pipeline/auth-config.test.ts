@@ -26,3 +26,28 @@ test("distinct tokens, one role each, are read as given", () => {
     { role: "app", token: B },
   ]);
 });
+
+test("a static token may carry workspace grants after it, as a JWT's scope spells them", () => {
+  const { authTokens } = configFromEnv({
+    AUTH_TOKENS: `app:${A} workspace:acme workspace:globex,app:${B}`,
+  });
+  expect(authTokens[0]?.grants?.all).toBe(false);
+  expect([...(authTokens[0]?.grants?.workspaces ?? [])]).toEqual(["acme", "globex"]);
+  expect(authTokens[1]).toEqual({ role: "app", token: B });
+  expect(() => configFromEnv({ AUTH_TOKENS: `app:${A} admin` })).toThrow(
+    'AUTH_TOKENS: the grants after a token must be workspace:<id> or workspace:* (got "admin")',
+  );
+});
+
+test("JWT settings need a key set, an issuer and an audience together", () => {
+  expect(() => configFromEnv({ AUTH_JWKS_FILE: "/tmp/jwks.json" })).toThrow(
+    "AUTH_JWKS_FILE needs AUTH_JWT_ISSUER and AUTH_JWT_AUDIENCE (every token's iss and aud)",
+  );
+  expect(
+    configFromEnv({
+      AUTH_JWKS_URL: "https://i.test/jwks",
+      AUTH_JWT_ISSUER: "i",
+      AUTH_JWT_AUDIENCE: "a",
+    }).authJwt,
+  ).toEqual({ jwksFile: undefined, jwksUrl: "https://i.test/jwks", issuer: "i", audience: "a" });
+});
