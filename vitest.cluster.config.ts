@@ -37,6 +37,7 @@ export default defineConfig({
       "test/rpc/start-stall.test.ts",
       "test/e2e/start-crash.test.ts",
       "test/host/host.test.ts",
+      "test/rpc/delete-suggestions.test.ts",
     ],
     globalSetup: ["test/support/global-setup-cluster.ts"],
     testTimeout: 30_000,

@@ -36,6 +36,7 @@ const GRANTS: Readonly<Record<Role, readonly string[]>> = {
     "/oda.suggest.v1.SuggestionService/ListSettlements",
     "/oda.suggest.v1.SuggestionService/ListWorkspaceSuggestions",
     "/oda.suggest.v1.SuggestionService/WatchWorkspaceSuggestions",
+    "/oda.suggest.v1.SuggestionService/DeleteSuggestions",
   ],
   "host-admin": ["/oda.suggest.v1.ChatHostService/", "/oda.suggest.v1.LocalHostService/"],
 };

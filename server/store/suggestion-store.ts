@@ -9,6 +9,7 @@ import {
   type WithdrawOutcome,
   withdrawOffer,
 } from "./agent-settlements.js";
+import { type ErasureReport, eraseChat } from "./chat-erasure.js";
 import { announced, callAppend, type Fenced, type InboxToken, NO_TOKEN } from "./inbox-token.js";
 import { sessionKeys } from "./keys.js";
 import { ListsCache, type ListsSnapshot } from "./lists-cache.js";
@@ -175,6 +176,16 @@ export class SuggestionStore {
     return announced(this.inbox, "", sessionId, (at) =>
       withdrawOffer(this.redis, sessionId, withdrawal, at),
     );
+  }
+
+  /**
+   * Erases the chat's suggestions everywhere in Redis (`eraseChat`), and forgets what this
+   * instance read of it: the chat then reads as one that never offered anything.
+   */
+  async erase(sessionId: string): Promise<ErasureReport> {
+    const report = await eraseChat(this.redis, this.inbox, sessionId);
+    this.cache.forget(sessionId);
+    return report;
   }
 
   /** The accepted settlements after a checked cursor (`settlementsAfter`). */
