@@ -38,6 +38,7 @@ export default defineConfig({
       "test/e2e/start-crash.test.ts",
       "test/host/host.test.ts",
       "test/rpc/delete-suggestions.test.ts",
+      "test/rpc/delete-suggestions-race.test.ts",
     ],
     globalSetup: ["test/support/global-setup-cluster.ts"],
     testTimeout: 30_000,
