@@ -40,7 +40,19 @@ import { embeddedChatId, embeddedGoalId, embeddedMessageId } from "./embedded-id
  * sessions share one id space: a started chat is itself a session.
  */
 export class EmbeddedChatHost implements ChatHost {
-  constructor(readonly redis: Redis | Cluster) {}
+  /**
+   * @param retentionMs how long its records of a session or chat live after their last
+   *   write or read by a chat's offer (RETENTION_DAYS); 0, the default: for ever.
+   */
+  constructor(
+    readonly redis: Redis | Cluster,
+    readonly retentionMs = 0,
+  ) {}
+
+  /** The expiry a record is written with: `PX <retention>`, or none. */
+  get #expiry(): ["PX", number] | [] {
+    return this.retentionMs > 0 ? ["PX", this.retentionMs] : [];
+  }
 
   /** Creates or replaces a session. */
   async putSession(
@@ -50,7 +62,11 @@ export class EmbeddedChatHost implements ChatHost {
     requireId("session.session_id", stored.sessionId);
     if (stored.workspaceId !== "") requireId("session.workspace_id", stored.workspaceId);
     await this.call(() =>
-      this.redis.set(hostKeys(stored.sessionId).session, encodeBinary(SessionSchema, stored)),
+      this.redis.set(
+        hostKeys(stored.sessionId).session,
+        encodeBinary(SessionSchema, stored),
+        ...(this.#expiry as ["PX", number]),
+      ),
     );
     return create(PutSessionResponseSchema, { session: stored });
   }
@@ -67,7 +83,14 @@ export class EmbeddedChatHost implements ChatHost {
 
   /** A session, or undefined when unknown. */
   async findSession(sessionId: string): Promise<Session | undefined> {
-    const bytes = await this.call(() => this.redis.getBuffer(hostKeys(sessionId).session));
+    // Read by every offer of the chat: with a retention, the read renews the record, so
+    // that it lives as long as the chat's suggestions (GETEX).
+    const key = hostKeys(sessionId).session;
+    const bytes = await this.call(() =>
+      this.retentionMs > 0
+        ? this.redis.getexBuffer(key, "PX", this.retentionMs)
+        : this.redis.getBuffer(key),
+    );
     return bytes === null ? undefined : this.sessionOf(bytes);
   }
 
@@ -92,7 +115,13 @@ export class EmbeddedChatHost implements ChatHost {
   ): Promise<CreateChatResponse> {
     const write = this.chatWrite(request);
     await this.call(() =>
-      this.redis.createChat(write.keys.chat, write.keys.session, write.chat, write.session),
+      this.redis.createChat(
+        write.keys.chat,
+        write.keys.session,
+        write.chat,
+        write.session,
+        String(this.retentionMs),
+      ),
     );
     return create(CreateChatResponseSchema, { chatId: write.chatId });
   }
@@ -141,6 +170,7 @@ export class EmbeddedChatHost implements ChatHost {
         keys.messages,
         write.messageId,
         write.message,
+        String(this.retentionMs),
       ),
     );
     if (status === PostStatus.NoChat) throw noChat(chatId);

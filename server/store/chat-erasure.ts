@@ -82,6 +82,7 @@ export async function eraseChat(
       const ws = workspaceKeys(workspaceId);
       await redis.inboxForget(ws.offers, ws.chats, ws.pending, ws.docs, sessionId, ws.changes);
     }
+    // Read back into every workspace of its open offers, not only those erased.
     if ((await redis.exists(keys.log)) === 1) await rebuildChat(inbox, sessionId);
     return { workspaces };
   }

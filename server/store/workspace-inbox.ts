@@ -60,16 +60,67 @@ export class WorkspaceInbox {
    * the workspace's keys and the chat's live on one node; never on a cluster.
    */
   readonly announceInAppend: boolean;
+  /** RETENTION_DAYS in ms (0: none): chats may expire, and a read drops those that did. */
+  readonly retentionMs: number;
 
   /**
    * @param options.announceInAppend true: the appends announce (a single Redis only);
    *   false, the default: every announcement is a call of its own, as on a cluster.
+   * @param options.retentionMs RETENTION_DAYS in ms; 0, the default: chats never expire.
    */
   constructor(
     readonly redis: Redis | Cluster,
-    options: { readonly announceInAppend?: boolean } = {},
+    options: { readonly announceInAppend?: boolean; readonly retentionMs?: number } = {},
   ) {
     this.announceInAppend = !redis.isCluster && (options.announceInAppend ?? false);
+    this.retentionMs = options.retentionMs ?? 0;
+  }
+
+  /**
+   * The chat leaves the workspace's index (lua/inboxForget-4.lua): its members, records,
+   * token and pending mark. A chat whose log holds records again by then (a write after
+   * its erasure or expiry made it anew) is read back into the index at once, announced
+   * anew, so that the index never lacks its open offers.
+   */
+  async forget(workspaceId: string, sessionId: string): Promise<void> {
+    const keys = workspaceKeys(workspaceId);
+    await this.redis.inboxForget(
+      keys.offers,
+      keys.chats,
+      keys.pending,
+      keys.docs,
+      sessionId,
+      keys.changes,
+    );
+    if ((await this.redis.exists(sessionKeys(sessionId).log)) === 1) {
+      const token = await this.announce(workspaceId, sessionId);
+      await this.resolve(workspaceId, sessionId, String(token));
+    }
+  }
+
+  /**
+   * With a retention, the chats of `page` that may have expired (an offer older than the
+   * retention, less a minute for clocks) whose log is gone: they leave the index.
+   * Answers whether any did.
+   */
+  async #dropExpired(workspaceId: string, page: InboxPage): Promise<boolean> {
+    if (this.retentionMs <= 0) return false;
+    const since = Date.now() - this.retentionMs + 60_000;
+    const old = new Set(
+      page.entries
+        .filter(
+          (e) =>
+            e.suggestion.offeredAt === undefined || timestampMs(e.suggestion.offeredAt) < since,
+        )
+        .map((e) => e.suggestion.sessionId),
+    );
+    const gone = (
+      await Promise.all(
+        [...old].map(async (s) => ((await this.redis.exists(sessionKeys(s).log)) === 0 ? [s] : [])),
+      )
+    ).flat();
+    await Promise.all(gone.map((s) => this.forget(workspaceId, s)));
+    return gone.length > 0;
   }
 
   /** Marks the chat pending in the workspace; answers its new token (at least `minimum`). */
@@ -160,6 +211,13 @@ export class WorkspaceInbox {
    * lost members); `next` says where to go on.
    */
   async page(workspaceId: string, size: number, after: string): Promise<InboxPage> {
+    const page = await this.#page(workspaceId, size, after);
+    // An expired chat leaves at this read; the page is read again without it.
+    if (await this.#dropExpired(workspaceId, page)) return this.#page(workspaceId, size, after);
+    return page;
+  }
+
+  async #page(workspaceId: string, size: number, after: string): Promise<InboxPage> {
     const keys = workspaceKeys(workspaceId);
     const asked = `${workspaceId}\n${after}\n${size}`;
     const held = this.#pages.get(asked);
