@@ -6,10 +6,13 @@ import type { ScriptReply } from "./scripts.js";
 import type { WorkspaceInbox } from "./workspace-inbox.js";
 
 /**
- * The start locks lua/forgetChat-17.lua takes as keys: one per offer a chat may make in
- * its lifetime, so that a chat the service wrote is erased in one step with its locks.
+ * The start locks lua/forgetChat-17.lua takes as keys (its 17 less 7): one per offer a
+ * chat may make in its lifetime, so that a chat the service wrote is erased in one step
+ * with its locks. A log of more offers (written around the service) has the rest of its
+ * locks deleted right after.
  */
-export const ERASED_LOCK_KEYS = LIFETIME_LIMIT;
+export const ERASED_LOCK_KEYS = 10;
+if (ERASED_LOCK_KEYS < LIFETIME_LIMIT) throw new Error("forgetChat-17.lua has too few lock keys");
 
 /** The status codes of lua/forgetChat-17.lua. */
 enum ForgetStatus {

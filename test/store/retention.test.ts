@@ -1,5 +1,6 @@
 import { expect, test } from "vitest";
 import { AgentRole } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import { configFromEnv } from "../../server/config.js";
 import { sessionKeys } from "../../server/store/keys.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { WorkspaceInbox } from "../../server/store/workspace-inbox.js";
@@ -106,4 +107,14 @@ test("a chat that expired leaves its workspace's inbox at the next read, and not
   expect(await redis.exists(sessionKeys(gone).log, sessionKeys(gone).projection)).toBe(0);
   expect(await listed()).toEqual([keptOffer]);
   expect(await keysHolding(redis, [gone])).toEqual([]);
+});
+
+test("RETENTION_DAYS: unset keeps chats for ever; a whole number of days from 1 to 36500, else the start stops naming it", () => {
+  expect(configFromEnv({}).retentionDays).toBeUndefined();
+  expect(configFromEnv({ RETENTION_DAYS: "30" }).retentionDays).toBe(30);
+  for (const bad of ["0", "1.5", "days", "36501"]) {
+    expect(() => configFromEnv({ RETENTION_DAYS: bad })).toThrow(
+      `RETENTION_DAYS must be a whole number from 1 to 36500 (got "${bad}")`,
+    );
+  }
 });
