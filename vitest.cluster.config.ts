@@ -39,6 +39,7 @@ export default defineConfig({
       "test/host/host.test.ts",
       "test/rpc/delete-suggestions.test.ts",
       "test/rpc/delete-suggestions-race.test.ts",
+      "test/store/retention.test.ts",
     ],
     globalSetup: ["test/support/global-setup-cluster.ts"],
     testTimeout: 30_000,
