@@ -200,7 +200,11 @@ export class WorkspaceInbox {
    */
   async resolve(workspaceId: string, sessionId: string, token: string): Promise<InboxEntry[]> {
     const { logged, entries } = await this.#readChat(sessionId, workspaceId, token);
-    await this.put(workspaceId, sessionId, token, logged, entries);
+    // An announcement on an empty log that no append followed for longer than any call
+    // lasts (a settlement of an erased chat, a writer that crashed): dropped, so that the
+    // index keeps no chat that has no records (tokens are microseconds of server time).
+    const stale = !logged && Number(token) < (Date.now() - STALE_ANNOUNCEMENT_MS) * 1000;
+    await this.put(workspaceId, sessionId, token, logged || stale, entries);
     return entries;
   }
 
@@ -288,6 +292,12 @@ export class WorkspaceInbox {
     return { entries, next };
   }
 }
+
+/**
+ * How old an announcement of a chat with an empty log must be for a read to drop it:
+ * longer than the longest call (MAX_DEADLINE_MS is at most an hour) and any clock skew.
+ */
+export const STALE_ANNOUNCEMENT_MS = 2 * 3_600_000;
 
 /** The most pages one instance keeps, least recently read first out. */
 const KEPT_PAGES = 1_000;

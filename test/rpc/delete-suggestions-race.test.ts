@@ -84,6 +84,14 @@ describe.each([
       if (log.length === 0) {
         // Erased after every write: not one key of the chat is left.
         expect([where, await keysOf(redis, sessionId)]).toEqual([where, []]);
+        // Nor any value naming it, but a started chat's own records (its origin), and
+        // the inbox announcement of a settlement that came after the erasure and found
+        // nothing (dropped once stale: delete-suggestions.test.ts).
+        const announced = [`inbox:{ws:${workspaceId}}:pending`, `inbox:{ws:${workspaceId}}:chats`];
+        const naming = (await keysHolding(redis, [sessionId])).filter(
+          (h) => !started.some((c) => h.key.includes(`{${c}}`)) && !announced.includes(h.key),
+        );
+        expect([where, JSON.stringify(naming)]).toEqual([where, "[]"]);
       } else {
         // Made anew by writes after the erasure: the projection is the fold of the log.
         expect([where, lists]).toEqual([where, foldLog(sessionId, log)]);

@@ -5,7 +5,8 @@ import { MessageAuthor } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { AgentRole } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { WatchWorkspaceSuggestionsResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
-import { startLockKey } from "../../server/store/keys.js";
+import { startLockKey, workspaceKeys } from "../../server/store/keys.js";
+import { STALE_ANNOUNCEMENT_MS, WorkspaceInbox } from "../../server/store/workspace-inbox.js";
 import { type Clients, connectErrorOf, putSession, uniqueId } from "../support/harness.js";
 import { ids, watch } from "../support/lists.js";
 import { keysHolding } from "../support/redis-dump.js";
@@ -191,6 +192,24 @@ describe("DeleteSuggestions", () => {
     // Only the started chat's own keys still name the chat it came from (its origin).
     const holding = await keysHolding(redis, [gone.sessionId, ...gone.texts]);
     expect(holding.map((h) => h.key).filter((k) => !k.includes(`{${chatId}}`))).toEqual([]);
+  });
+
+  test("a settlement's announcement on an erased chat is dropped by an inbox read once stale", async () => {
+    const workspaceId = uniqueId("ws");
+    const gone = await chatWithText(workspaceId, 1);
+    await clients.suggestions.deleteSuggestions({ sessionId: gone.sessionId });
+    // As a settlement of the erased chat leaves it (announced, then it found nothing),
+    // older than any call may last.
+    const keys = workspaceKeys(workspaceId);
+    const old = String((Date.now() - STALE_ANNOUNCEMENT_MS - 60_000) * 1000);
+    await redis.hset(keys.chats, `t:${gone.sessionId}`, old);
+    await redis.sadd(keys.pending, gone.sessionId);
+    expect(await inboxIds(workspaceId)).toEqual([]);
+    expect(await keysHolding(redis, [gone.sessionId])).toEqual([]);
+    // A fresh one stays: its writer may still append.
+    const fresh = await new WorkspaceInbox(redis).announce(workspaceId, gone.sessionId);
+    expect(await inboxIds(workspaceId)).toEqual([]);
+    expect(await redis.hget(keys.chats, `t:${gone.sessionId}`)).toBe(String(fresh));
   });
 
   test("a session id that is not one: INVALID_ARGUMENT before Redis", async () => {
