@@ -97,9 +97,15 @@ describe.each([
         expect([where, lists]).toEqual([where, foldLog(sessionId, log)]);
         expect(await redis.exists(keys.projection)).toBe(1);
       }
-      // The inbox lists exactly the chat's open offers, nothing of an erased one.
+      // The inbox lists no offer the chat does not hold open: nothing of an erased one.
+      // (An offer announced before the erasure's inbox step and appended after its last
+      // look at the log reaches the index only at the chat's next write or a rebuild:
+      // the chat made anew may be missing from it, never the other way round.)
       const page = await clients.suggestions.listWorkspaceSuggestions({ workspaceId });
-      expect([where, ids(page.suggestions).sort()]).toEqual([where, ids(lists.open).sort()]);
+      const open = new Set(ids(lists.open));
+      const dangling = ids(page.suggestions).filter((id) => !open.has(id));
+      expect([where, dangling]).toEqual([where, []]);
+      if (log.length === 0) expect([where, ids(page.suggestions)]).toEqual([where, []]);
       // The text of every offer the chat no longer holds is nowhere, but in a chat a
       // Start answered (a chat of its own, which keeps its title and brief).
       const held = JSON.stringify(log);
