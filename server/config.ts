@@ -88,6 +88,12 @@ export interface ServiceConfig {
   readonly idleSessionTimeoutMs: number;
   /** The most connections served at once; more are refused with a message. */
   readonly maxConnections: number;
+  /**
+   * Days a chat's suggestions are kept after its last write (RETENTION_DAYS): every key of
+   * a chat expires that long after its last offer, settlement or withdrawal. Undefined,
+   * the default: kept until erased (DeleteSuggestions).
+   */
+  readonly retentionDays?: number | undefined;
 }
 
 /** The defaults, frozen. */
@@ -306,6 +312,10 @@ export function configFromEnv(env: Env, openFileLimit?: number): ServiceConfig {
       60_000,
     ),
     startLockTtlMs: integer(env, "START_LOCK_TTL_MS", defaultConfig.startLockTtlMs, 50, 600_000),
+    retentionDays:
+      env.RETENTION_DAYS === undefined || env.RETENTION_DAYS === ""
+        ? undefined
+        : integer(env, "RETENTION_DAYS", 0, 1, 36_500),
     startLockMaxHoldMs: integer(
       env,
       "START_LOCK_MAX_HOLD_MS",

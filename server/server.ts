@@ -94,7 +94,12 @@ export type ServerSettings = Pick<
   > & {
     /** Where the call log goes; by default pino to stdout at `logLevel`. */
     readonly logger?: Logger;
-  } & Partial<Pick<ServiceConfig, "startLockTtlMs" | "startLockMaxHoldMs" | "chatHostTimeoutMs">> &
+  } & Partial<
+    Pick<
+      ServiceConfig,
+      "startLockTtlMs" | "startLockMaxHoldMs" | "chatHostTimeoutMs" | "retentionDays"
+    >
+  > &
   Partial<Pick<ServiceConfig, keyof ClientLimits>> & {
     readonly redisUrl: string;
   };
@@ -245,9 +250,13 @@ function createParts(settings: ServerSettings): Parts {
     maxDeadlineMs: settings.maxTimeoutMs,
   };
   const singleRedisScripts = !redis.isCluster && (settings.singleRedisScripts ?? false);
+  // RETENTION_DAYS: every key of a chat expires this long after its last write; 0: never.
+  const retentionMs = (settings.retentionDays ?? 0) * 86_400_000;
   const store = new SuggestionStore(
     redis,
-    new WorkspaceInbox(redis, { announceInAppend: singleRedisScripts }),
+    new WorkspaceInbox(redis, { announceInAppend: singleRedisScripts, retentionMs }),
+    undefined,
+    retentionMs,
   );
   // One subscriber connection for every watcher and every Start waiting on a lock of
   // this instance (test/e2e/watch-scale.test.ts, test/rpc/start-concurrency.test.ts).
@@ -261,7 +270,8 @@ function createParts(settings: ServerSettings): Parts {
       this.set(watchHub.watchers);
     },
   });
-  const embeddedHost = settings.chatHostUrl === undefined ? new EmbeddedChatHost(redis) : undefined;
+  const embeddedHost =
+    settings.chatHostUrl === undefined ? new EmbeddedChatHost(redis, retentionMs) : undefined;
   const host: ChatHost = traceChatHost(
     embeddedHost ??
       createRemoteChatHost(settings.chatHostUrl as string, {

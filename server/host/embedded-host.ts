@@ -41,7 +41,19 @@ import { embeddedChatId, embeddedGoalId, embeddedMessageId } from "./embedded-id
  * sessions share one id space: a started chat is itself a session.
  */
 export class EmbeddedChatHost implements ChatHost {
-  constructor(readonly redis: Redis | Cluster) {}
+  /**
+   * @param retentionMs how long its records of a session or chat live after their last
+   *   write or read by a chat's offer (RETENTION_DAYS); 0, the default: for ever.
+   */
+  constructor(
+    readonly redis: Redis | Cluster,
+    readonly retentionMs = 0,
+  ) {}
+
+  /** The expiry a record is written with: `PX <retention>`, or none. */
+  get #expiry(): ["PX", number] | [] {
+    return this.retentionMs > 0 ? ["PX", this.retentionMs] : [];
+  }
 
   /** Creates or replaces a session. */
   async putSession(
@@ -52,7 +64,13 @@ export class EmbeddedChatHost implements ChatHost {
     if (stored.workspaceId !== "") requireId("session.workspace_id", stored.workspaceId);
     const key = hostKeys(stored.sessionId).session;
     await this.call(() =>
-      confirmAfter(this.redis, key, () => this.redis.set(key, encodeBinary(SessionSchema, stored))),
+      confirmAfter(this.redis, key, () =>
+        this.redis.set(
+          key,
+          encodeBinary(SessionSchema, stored),
+          ...(this.#expiry as ["PX", number]),
+        ),
+      ),
     );
     return create(PutSessionResponseSchema, { session: stored });
   }
@@ -69,7 +87,14 @@ export class EmbeddedChatHost implements ChatHost {
 
   /** A session, or undefined when unknown. */
   async findSession(sessionId: string): Promise<Session | undefined> {
-    const bytes = await this.call(() => this.redis.getBuffer(hostKeys(sessionId).session));
+    // Read by every offer of the chat: with a retention, the read renews the record, so
+    // that it lives as long as the chat's suggestions (GETEX).
+    const key = hostKeys(sessionId).session;
+    const bytes = await this.call(() =>
+      this.retentionMs > 0
+        ? this.redis.getexBuffer(key, "PX", this.retentionMs)
+        : this.redis.getBuffer(key),
+    );
     return bytes === null ? undefined : this.sessionOf(bytes);
   }
 
@@ -94,7 +119,13 @@ export class EmbeddedChatHost implements ChatHost {
   ): Promise<CreateChatResponse> {
     const write = this.chatWrite(request);
     await this.call(() =>
-      this.redis.createChat(write.keys.chat, write.keys.session, write.chat, write.session),
+      this.redis.createChat(
+        write.keys.chat,
+        write.keys.session,
+        write.chat,
+        write.session,
+        String(this.retentionMs),
+      ),
     );
     return create(CreateChatResponseSchema, { chatId: write.chatId });
   }
@@ -143,6 +174,7 @@ export class EmbeddedChatHost implements ChatHost {
         keys.messages,
         write.messageId,
         write.message,
+        String(this.retentionMs),
       ),
     );
     if (status === PostStatus.NoChat) throw noChat(chatId);

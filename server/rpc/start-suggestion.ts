@@ -20,6 +20,7 @@ import {
 } from "../domain/started-chat.js";
 import type { ChatHost } from "../host/chat-host.js";
 import type { EmbeddedChatHost } from "../host/embedded-host.js";
+import { embeddedChatId } from "../host/embedded-ids.js";
 import type { HeldStartLock } from "../store/held-start-lock.js";
 import { newLockToken, type StartLocks } from "../store/start-locks.js";
 import { beginStart, type StartSettled, settleStart } from "../store/start-steps.js";
@@ -215,6 +216,9 @@ async function startHeld(
       case "not-open":
         throw suggestionError({ code: SuggestionErrorCode.NotOpen, suggestionId, state });
       case "not-found":
+        // The chat's suggestions were erased since the lock was taken (DeleteSuggestions):
+        // the chat made for this one would keep its title and origin, on no one's list.
+        if (deps.embeddedHost !== undefined) await forgetMadeChat(deps, chatRequest.idempotencyKey);
         throw suggestionError({ code: SuggestionErrorCode.NotFound, suggestionId });
       default:
         // open-limit: a start never asks the open limit.
@@ -225,6 +229,16 @@ async function startHeld(
     // released (Redis gone) lapses after its lifetime.
     if (!lock.done) await lock.release("released").catch(() => false);
   }
+}
+
+/**
+ * Erases the chat a Start made on the embedded host for a suggestion that was erased
+ * before `started` was recorded: nobody was answered that chat, and no record points at
+ * it. A remote host's chat is the host's to keep.
+ */
+async function forgetMadeChat(deps: StartSuggestionDeps, idempotencyKey: string): Promise<void> {
+  const chatId = embeddedChatId(idempotencyKey);
+  await storeCall(() => deps.store.erase(chatId));
 }
 
 /**

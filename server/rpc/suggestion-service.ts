@@ -1,4 +1,4 @@
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { ChatHost } from "../host/chat-host.js";
 import type { EmbeddedChatHost } from "../host/embedded-host.js";
@@ -6,6 +6,7 @@ import type { StartLocks } from "../store/start-locks.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import type { WatchHub } from "../store/watch-hub.js";
 import { callEndOf } from "./call-end.js";
+import { deleteSuggestions } from "./delete-suggestions.js";
 import { listSettlements } from "./list-settlements.js";
 import { getSuggestion, listSuggestions } from "./list-suggestions.js";
 import { dismissSuggestion, draftSuggestion, restoreSuggestion } from "./settle-suggestion.js";
@@ -56,8 +57,6 @@ export function createSuggestionService(
     listWorkspaceSuggestions: (request) => listWorkspaceSuggestions(deps, request),
     watchWorkspaceSuggestions: (request, context) =>
       watchWorkspaceSuggestions(deps, request, context),
-    deleteSuggestions: () => {
-      throw new ConnectError("DeleteSuggestions is not served yet", Code.Unimplemented);
-    },
+    deleteSuggestions: (request) => deleteSuggestions(deps, request),
   };
 }

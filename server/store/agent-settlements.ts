@@ -47,6 +47,7 @@ export async function withdrawOffer(
   sessionId: string,
   withdrawal: Withdrawal,
   at: InboxToken,
+  retentionMs = 0,
 ): Promise<WithdrawOutcome | Fenced> {
   const keys = sessionKeys(sessionId);
   const reply = await callAppend<Promise<ScriptReply>>(
@@ -60,6 +61,7 @@ export async function withdrawOffer(
       at.token,
       ...WORKSPACE_CHANNEL_PARTS,
       at.workspace,
+      ...(retentionMs > 0 ? [String(retentionMs)] : []),
     ],
     at,
   );

@@ -51,7 +51,7 @@ export async function rebuildInboxes(
 }
 
 /** Writes one chat into the index of every workspace it has open offers of. */
-async function rebuildChat(inbox: WorkspaceInbox, sessionId: string): Promise<number> {
+export async function rebuildChat(inbox: WorkspaceInbox, sessionId: string): Promise<number> {
   const open = await inbox.chatEntries(sessionId, "*");
   const workspaces = new Set(open.map((e) => e.suggestion.workspaceId).filter(isValidId));
   for (const workspaceId of workspaces) {

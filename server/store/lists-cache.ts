@@ -227,6 +227,11 @@ export class ListsCache {
     return suggestion;
   }
 
+  /** Forgets everything held of a session (its suggestions were erased). */
+  forget(sessionId: string): void {
+    this.#chats.delete(sessionId);
+  }
+
   /** The session's entry for `version`, made the most recent; a new one replaces an older. */
   #touch(sessionId: string, version: string): CachedChat {
     let chat = this.#chats.get(sessionId);

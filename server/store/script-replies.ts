@@ -57,9 +57,14 @@ export function settleArgs(
   chatId: string,
   token: string,
   tokenWorkspace = "",
+  retentionMs = 0,
 ) {
   const channel = WORKSPACE_CHANNEL_PARTS;
-  return [suggestionId, outcome, chatId, String(OPEN_LIMIT), token, ...channel, tokenWorkspace];
+  const retention = retentionMs > 0 ? [String(retentionMs)] : [];
+  return [
+    ...[suggestionId, outcome, chatId, String(OPEN_LIMIT), token, ...channel, tokenWorkspace],
+    ...retention,
+  ];
 }
 
 /** Reads the reply of lua/settle-3.lua; status 5 (the inbox fenced the token) as `Fenced`. */
@@ -82,8 +87,16 @@ export function offerArgs(
   checkOnly: boolean,
   workspaceId: string,
   token: string,
+  retentionMs = 0,
 ): string[] {
-  const inbox = workspaceId === "" ? [] : [workspaceId, token, workspaceKeys(workspaceId).changes];
+  // ARGV[13], the retention, comes after the inbox's three (empty without a workspace).
+  const inbox =
+    workspaceId !== ""
+      ? [workspaceId, token, workspaceKeys(workspaceId).changes]
+      : retentionMs > 0
+        ? ["", "", ""]
+        : [];
+  const retention = retentionMs > 0 ? [String(retentionMs)] : [];
   return [
     offer.id,
     offer.turnId,
@@ -95,6 +108,7 @@ export function offerArgs(
     String(LIFETIME_LIMIT),
     String(OPEN_LIMIT),
     ...inbox,
+    ...retention,
   ];
 }
 

@@ -258,6 +258,7 @@ declare module "ioredis" {
       session: string,
       chatBytes: Buffer,
       sessionBytes: Buffer,
+      retentionMs?: string,
     ): Result<number, Context>;
     /** lua/postMessage-3.lua: 0 posted, 1 already posted, 2 no such chat. */
     postMessage(
@@ -266,6 +267,7 @@ declare module "ioredis" {
       messages: string,
       messageId: string,
       messageBytes: Buffer,
+      retentionMs?: string,
     ): Result<number, Context>;
   }
 }

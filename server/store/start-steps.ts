@@ -117,9 +117,17 @@ export function settleStart(
       lockToken,
       startResultMessage(suggestionId, "released"),
     ];
+    // ARGV[11] of settleStart-5.lua, ARGV[16] of settleStartEmbedded-9.lua.
+    const retention = store.retentionMs > 0 ? [String(store.retentionMs)] : [];
     let reply: [ScriptReply, ScriptReply, number, number?];
     if (embedded === undefined) {
-      reply = await callAppend(store.redis, "settleStart", settleKeys, settleArgv, at);
+      reply = await callAppend(
+        store.redis,
+        "settleStart",
+        settleKeys,
+        [...settleArgv, ...retention],
+        at,
+      );
     } else {
       const { chat, brief } = embedded;
       reply = await callAppend(
@@ -136,6 +144,7 @@ export function settleStart(
           ...settleArgv,
           ...[chat.chat, chat.session, brief.messageId, brief.message],
           startResultMessage(suggestionId, "delivered"),
+          ...retention,
         ],
         at,
       );

@@ -9,6 +9,7 @@ import {
   type WithdrawOutcome,
   withdrawOffer,
 } from "./agent-settlements.js";
+import { type ErasureReport, eraseChat } from "./chat-erasure.js";
 import { announced, callAppend, type Fenced, type InboxToken, NO_TOKEN } from "./inbox-token.js";
 import { sessionKeys } from "./keys.js";
 import { ListsCache, type ListsSnapshot } from "./lists-cache.js";
@@ -40,11 +41,14 @@ export class SuggestionStore {
   /**
    * @param inbox the inbox to announce in; tests pass one that fails between steps.
    * @param cache the lists read by version; tests pass their own.
+   * @param retentionMs how long every key of a chat lives after its last write
+   *   (RETENTION_DAYS); 0, the default: for ever.
    */
   constructor(
     readonly redis: Redis | Cluster,
     inbox?: WorkspaceInbox,
     cache: ListsCache = new ListsCache(),
+    readonly retentionMs = 0,
   ) {
     this.inbox = inbox ?? new WorkspaceInbox(redis);
     this.cache = cache;
@@ -85,7 +89,7 @@ export class SuggestionStore {
       this.redis,
       "offer",
       [keys.log, keys.projection, keys.changes],
-      offerArgs(offer, checkOnly, workspaceId, at.token),
+      offerArgs(offer, checkOnly, workspaceId, at.token, this.retentionMs),
       at,
     );
     return offerOutcome(sessionId, workspaceId, reply);
@@ -110,7 +114,7 @@ export class SuggestionStore {
           this.redis,
           "settle",
           [keys.log, keys.projection, keys.changes],
-          settleArgs(suggestionId, outcome, chatId, at.token, at.workspace),
+          settleArgs(suggestionId, outcome, chatId, at.token, at.workspace, this.retentionMs),
           at,
         ),
       ),
@@ -137,7 +141,7 @@ export class SuggestionStore {
           this.redis.multi(),
           "settle",
           [keys.log, keys.projection, keys.changes],
-          settleArgs(suggestionId, outcome, chatId, at.token, at.workspace),
+          settleArgs(suggestionId, outcome, chatId, at.token, at.workspace, this.retentionMs),
           at,
         )
           .readLists(keys.log, keys.projection, held?.version ?? "")
@@ -176,8 +180,18 @@ export class SuggestionStore {
   withdraw(sessionId: string, withdrawal: Withdrawal): Promise<WithdrawOutcome> {
     // Announced in the offer's workspace first, as every settlement is.
     return announced(this.inbox, "", sessionId, (at) =>
-      withdrawOffer(this.redis, sessionId, withdrawal, at),
+      withdrawOffer(this.redis, sessionId, withdrawal, at, this.retentionMs),
     );
+  }
+
+  /**
+   * Erases the chat's suggestions everywhere in Redis (`eraseChat`), and forgets what this
+   * instance read of it: the chat then reads as one that never offered anything.
+   */
+  async erase(sessionId: string): Promise<ErasureReport> {
+    const report = await eraseChat(this.redis, this.inbox, sessionId);
+    this.cache.forget(sessionId);
+    return report;
   }
 
   /** The accepted settlements after a checked cursor (`settlementsAfter`). */
@@ -203,7 +217,7 @@ export class SuggestionStore {
         this.redis,
         "settleAndRead",
         [keys.log, keys.projection, keys.changes],
-        settleArgs(suggestionId, outcome, chatId, at.token, at.workspace),
+        settleArgs(suggestionId, outcome, chatId, at.token, at.workspace, this.retentionMs),
         at,
       );
       return this.settledRead(sessionId, suggestionId, settleReply, readReply);

@@ -60,16 +60,67 @@ export class WorkspaceInbox {
    * the workspace's keys and the chat's live on one node; never on a cluster.
    */
   readonly announceInAppend: boolean;
+  /** RETENTION_DAYS in ms (0: none): chats may expire, and a read drops those that did. */
+  readonly retentionMs: number;
 
   /**
    * @param options.announceInAppend true: the appends announce (a single Redis only);
    *   false, the default: every announcement is a call of its own, as on a cluster.
+   * @param options.retentionMs RETENTION_DAYS in ms; 0, the default: chats never expire.
    */
   constructor(
     readonly redis: Redis | Cluster,
-    options: { readonly announceInAppend?: boolean } = {},
+    options: { readonly announceInAppend?: boolean; readonly retentionMs?: number } = {},
   ) {
     this.announceInAppend = !redis.isCluster && (options.announceInAppend ?? false);
+    this.retentionMs = options.retentionMs ?? 0;
+  }
+
+  /**
+   * The chat leaves the workspace's index (lua/inboxForget-4.lua): its members, records,
+   * token and pending mark. A chat whose log holds records again by then (a write after
+   * its erasure or expiry made it anew) is read back into the index at once, announced
+   * anew, so that the index never lacks its open offers.
+   */
+  async forget(workspaceId: string, sessionId: string): Promise<void> {
+    const keys = workspaceKeys(workspaceId);
+    await this.redis.inboxForget(
+      keys.offers,
+      keys.chats,
+      keys.pending,
+      keys.docs,
+      sessionId,
+      keys.changes,
+    );
+    if ((await this.redis.exists(sessionKeys(sessionId).log)) === 1) {
+      const token = await this.announce(workspaceId, sessionId);
+      await this.resolve(workspaceId, sessionId, String(token));
+    }
+  }
+
+  /**
+   * With a retention, the chats of `page` that may have expired (an offer older than the
+   * retention, less a minute for clocks) whose log is gone: they leave the index.
+   * Answers whether any did.
+   */
+  async #dropExpired(workspaceId: string, page: InboxPage): Promise<boolean> {
+    if (this.retentionMs <= 0) return false;
+    const since = Date.now() - this.retentionMs + 60_000;
+    const old = new Set(
+      page.entries
+        .filter(
+          (e) =>
+            e.suggestion.offeredAt === undefined || timestampMs(e.suggestion.offeredAt) < since,
+        )
+        .map((e) => e.suggestion.sessionId),
+    );
+    const gone = (
+      await Promise.all(
+        [...old].map(async (s) => ((await this.redis.exists(sessionKeys(s).log)) === 0 ? [s] : [])),
+      )
+    ).flat();
+    await Promise.all(gone.map((s) => this.forget(workspaceId, s)));
+    return gone.length > 0;
   }
 
   /** Marks the chat pending in the workspace; answers its new token (at least `minimum`). */
@@ -149,7 +200,11 @@ export class WorkspaceInbox {
    */
   async resolve(workspaceId: string, sessionId: string, token: string): Promise<InboxEntry[]> {
     const { logged, entries } = await this.#readChat(sessionId, workspaceId, token);
-    await this.put(workspaceId, sessionId, token, logged, entries);
+    // An announcement on an empty log that no append followed for longer than any call
+    // lasts (a settlement of an erased chat, a writer that crashed): dropped, so that the
+    // index keeps no chat that has no records (tokens are microseconds of server time).
+    const stale = !logged && Number(token) < (Date.now() - STALE_ANNOUNCEMENT_MS) * 1000;
+    await this.put(workspaceId, sessionId, token, logged || stale, entries);
     return entries;
   }
 
@@ -160,6 +215,13 @@ export class WorkspaceInbox {
    * lost members); `next` says where to go on.
    */
   async page(workspaceId: string, size: number, after: string): Promise<InboxPage> {
+    const page = await this.#page(workspaceId, size, after);
+    // An expired chat leaves at this read; the page is read again without it.
+    if (await this.#dropExpired(workspaceId, page)) return this.#page(workspaceId, size, after);
+    return page;
+  }
+
+  async #page(workspaceId: string, size: number, after: string): Promise<InboxPage> {
     const keys = workspaceKeys(workspaceId);
     const asked = `${workspaceId}\n${after}\n${size}`;
     const held = this.#pages.get(asked);
@@ -230,6 +292,12 @@ export class WorkspaceInbox {
     return { entries, next };
   }
 }
+
+/**
+ * How old an announcement of a chat with an empty log must be for a read to drop it:
+ * longer than the longest call (MAX_DEADLINE_MS is at most an hour) and any clock skew.
+ */
+export const STALE_ANNOUNCEMENT_MS = 2 * 3_600_000;
 
 /** The most pages one instance keeps, least recently read first out. */
 const KEPT_PAGES = 1_000;

@@ -93,6 +93,8 @@ function everyCall(token: string | undefined, sessionId: string) {
     PutSession: () =>
       c.local.putSession({ session: { sessionId, workspaceId: "ws", folder: FolderKind.NORMAL } }),
     GetChat: () => c.local.getChat({ chatId: "chat-unknown" }),
+    // Last: it erases the session's records, which the calls above read.
+    DeleteSuggestions: () => c.suggestions.deleteSuggestions({ sessionId }),
   };
 }
 
@@ -109,6 +111,7 @@ const ALLOWED: Record<keyof typeof TOKENS, readonly string[]> = {
     "ListSettlements",
     "ListWorkspaceSuggestions",
     "WatchWorkspaceSuggestions",
+    "DeleteSuggestions",
   ],
   "host-admin": ["GetSession", "PutSession", "GetChat"],
 };

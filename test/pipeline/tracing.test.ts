@@ -7,6 +7,7 @@ import {
 } from "@opentelemetry/sdk-trace-base";
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
+import { AgentRole } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { SuggestServer } from "../../server/server.js";
 import { grpcClients, putSession, startTestServer, uniqueId } from "../support/harness.js";
 import { offerOne } from "../support/suggest.js";
@@ -177,3 +178,30 @@ test.each([
     expect(watchSpan()?.attributes["rpc.grpc.status_code"]).toBe(1);
   },
 );
+
+test("no span holds a chat's text: offers, refusals, settlements, a Start and an erasure", async () => {
+  const clients = grpcClients(fast.url);
+  const sessionId = uniqueId();
+  const marker = `m${randomBytes(8).toString("hex")}`;
+  await putSession(clients, { sessionId });
+  exporter.reset();
+  const text = { title: `T ${marker}`, tldr: `L ${marker}`, brief: `B ${marker}` };
+  const context = { sessionId, turnId: uniqueId("t"), role: AgentRole.TOP_LEVEL };
+  const offered = await clients.suggestions.suggestTask({ context, args: text });
+  const suggestionId = offered.suggestion?.id ?? "";
+  // Refused with the title in its message: a client's error, not the span's.
+  await clients.suggestions
+    .withdrawSuggestion({ context, args: { title: `X ${marker}`, reason: `R ${marker}` } })
+    .catch(() => undefined);
+  await clients.suggestions.dismissSuggestion({ sessionId, suggestionId });
+  await clients.suggestions.restoreSuggestion({ sessionId, suggestionId });
+  await clients.suggestions.startSuggestion({ sessionId, suggestionId });
+  await clients.suggestions.deleteSuggestions({ sessionId });
+  const seen = exporter
+    .getFinishedSpans()
+    .map((s) =>
+      JSON.stringify([s.name, s.attributes, s.events, s.status, s.links, s.resource.attributes]),
+    );
+  expect(seen.length).toBeGreaterThan(0);
+  expect(seen.filter((s) => s.includes(marker))).toEqual([]);
+});

@@ -126,6 +126,9 @@ async function fullFlow(): Promise<void> {
   await turn.lock.release("released");
   await pubsub.close();
   redis.disconnect();
+  // The erasure: the chat's slot, then its workspace's.
+  await clients.suggestions.deleteSuggestions({ sessionId });
+  await clients.suggestions.deleteSuggestions({ sessionId: chatId });
 }
 
 /**

@@ -10,6 +10,7 @@
 
   ARGV[1] chat     the serialized Chat to store
   ARGV[2] session  the serialized Session to store
+  ARGV[3] retention (optional) ms the two records live (0: forever)
 
   Result:
     1  created now
@@ -17,4 +18,4 @@
 ]]
 --- @include "host"
 
-return createChat(KEYS[1], KEYS[2], ARGV[1], ARGV[2])
+return createChat(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3])

@@ -10,6 +10,7 @@
 
   ARGV[1] message id
   ARGV[2] message     the serialized ChatMessage
+  ARGV[3] retention   (optional) ms the chat's records live after the post (0: forever)
 
   Result:
     0  posted now
@@ -18,4 +19,4 @@
 ]]
 --- @include "host"
 
-return postMessage(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2])
+return postMessage(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3])

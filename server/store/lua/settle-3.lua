@@ -18,6 +18,8 @@
   ARGV[8]             (optional) the workspace the token was announced in, when the
                       caller announced before knowing the offer's (a guess): a token
                       of another workspace is no token
+  ARGV[9]             (optional) retention: ms each key of the chat lives after a write
+                      (0: forever)
 
   Result: { status, standing, chat id }, standing being the offer's after the call
     0 RECORDED   the settlement was appended
@@ -88,6 +90,7 @@ record[#record + 1] = 'person'
 record[#record + 1] = 'time'
 record[#record + 1] = nowMs()
 local entryId = appendRecord(log, proj, changes, record, fold)
+renewChat(ARGV[9], log, proj)
 if ws ~= '' then
   redis.call('PUBLISH', ARGV[6] .. ws .. ARGV[7], entryId)
 end

@@ -16,6 +16,8 @@
   ARGV[1..8]  as settle-3.lua (ARGV[1] is the suggestion's id, as readSuggestion-2.lua's)
   ARGV[9]     the holder's lock token
   ARGV[10]    the message to publish (`<suggestion_id> released`)
+  ARGV[11]    (optional) retention, settle-3.lua's ARGV[9] (its place here is the token's:
+              it is handed to settle-3.lua there, and the token put back after)
 
   Result: { settle-3.lua's reply, readSuggestion-2.lua's reply, held }
     held  1: the lock was the caller's and is gone; 0: it had lapsed or was another's;
@@ -28,7 +30,10 @@ local function settleAndRead()
 --- @script "settleAndRead-3"
 end
 
+local token = ARGV[9]
+ARGV[9] = ARGV[11]
 local both = settleAndRead()
+ARGV[9] = token
 local held = -1
 if both[1][1] ~= 5 then
   held = releaseLock(KEYS[4], KEYS[5], ARGV[9], ARGV[10])

@@ -21,6 +21,8 @@
   ARGV[13]    the brief's message id       (postMessage-3.lua's ARGV[1])
   ARGV[14]    the serialized ChatMessage   (postMessage-3.lua's ARGV[2])
   ARGV[15]    the message once the brief is in (`<suggestion_id> delivered`)
+  ARGV[16]    (optional) retention, settle-3.lua's ARGV[9] (handed to it as
+              settleStart-5.lua does), and the new chat's keys' (0: forever)
 
   Result: { settleStart-5.lua's three, posted }
     posted  postMessage-3.lua's status when `started` was recorded now; -1 when it was
@@ -32,18 +34,21 @@
 --- @include "host"
 --- @include "locks"
 
-createChat(KEYS[6], KEYS[7], ARGV[11], ARGV[12])
+createChat(KEYS[6], KEYS[7], ARGV[11], ARGV[12], ARGV[16])
 
 local function settleAndRead()
 --- @script "settleAndRead-3"
 end
 
+local token = ARGV[9]
+ARGV[9] = ARGV[16]
 local both = settleAndRead()
+ARGV[9] = token
 local held = -1
 local posted = -1
 if both[1][1] ~= 5 then
   if both[1][1] == 0 then
-    posted = postMessage(KEYS[7], KEYS[8], KEYS[9], ARGV[13], ARGV[14])
+    posted = postMessage(KEYS[7], KEYS[8], KEYS[9], ARGV[13], ARGV[14], ARGV[16])
   end
   local brief = posted == 0 or posted == 1
   held = releaseLock(KEYS[4], KEYS[5], ARGV[9], brief and ARGV[15] or ARGV[10])

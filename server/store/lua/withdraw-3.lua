@@ -19,6 +19,8 @@
   ARGV[7]              (optional) the workspace the token was announced in, as for
                        settle-3.lua: a token of another workspace than the found offer's
                        is none (the offer found may change between tries)
+  ARGV[8]              (optional) retention: ms each key of the chat lives after a
+                       write (0: forever)
 
   Result: { status, offer, settlement }, each record { entry id, { field, value, ... } }
     0 WITHDRAWN      the settlement was appended
@@ -76,6 +78,7 @@ for i = fold.n, 1, -1 do
         'reason', reason, 'call', call, 'time', nowMs(),
       }
       local entryId = appendRecord(log, proj, changes, record, fold)
+      renewChat(ARGV[8], log, proj)
       if ws ~= '' then
         redis.call('PUBLISH', ARGV[5] .. ws .. ARGV[6], entryId)
       end

@@ -242,6 +242,11 @@ local function seal(log, proj, entryId, fold)
     'n', fold.n, 'open', fold.open, 'h', 0)
   redis.call('HSET', proj, 'h', redis.call('HLEN', proj))
   fold.seen = entryId
+  -- A projection folded anew lives no longer than its log (RETENTION_DAYS).
+  local ttl = redis.call('PTTL', log)
+  if ttl > 0 then
+    redis.call('PEXPIRE', proj, ttl)
+  end
 end
 
 -- Folds the entries after `from` ('-': all) into the projection; answers how many.
@@ -325,6 +330,17 @@ local function offerWorkspace(log, proj, id)
     return ''
   end
   return recordFields(entry[2])['ws'] or ''
+end
+
+-- Renews the expiry of a chat's keys after a write: `retention` ms (RETENTION_DAYS) from
+-- now; '0', '' or none: no expiry is set (one set earlier is left as it is).
+local function renewChat(retention, ...)
+  local ms = tonumber(retention or '0') or 0
+  if ms > 0 then
+    for _, key in ipairs({ ... }) do
+      redis.call('PEXPIRE', key, ms)
+    end
+  end
 end
 
 -- Milliseconds since the epoch by the Redis server's clock, as a string.
