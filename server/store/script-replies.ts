@@ -50,15 +50,18 @@ export interface SettleOutcome {
 
 const SETTLE_KINDS = ["recorded", "already", "not-found", "not-open", "open-limit"] as const;
 
-/** The ARGV of lua/settle-3.lua: the workspace channel's parts let it tell the inbox. */
+/**
+ * The ARGV of lua/settle-3.lua: the workspace channel's parts let it tell the inbox
+ * (empty ones, `workspaceChannelParts(false)`, when the caller tells it).
+ */
 export function settleArgs(
   suggestionId: string,
   outcome: Outcome,
   chatId: string,
   token: string,
   tokenWorkspace = "",
+  channel: readonly [string, string] = WORKSPACE_CHANNEL_PARTS,
 ) {
-  const channel = WORKSPACE_CHANNEL_PARTS;
   return [suggestionId, outcome, chatId, String(OPEN_LIMIT), token, ...channel, tokenWorkspace];
 }
 
@@ -76,14 +79,19 @@ export function settleOutcome(reply: ScriptReply): SettleOutcome | Fenced {
   };
 }
 
-/** The ARGV of lua/offer-3.lua; with a workspace, its inbox token and channel too. */
+/**
+ * The ARGV of lua/offer-3.lua; with a workspace, its inbox token and channel too (the
+ * channel '' when the caller tells the workspace, `tellInScript` false).
+ */
 export function offerArgs(
   offer: NewOffer,
   checkOnly: boolean,
   workspaceId: string,
   token: string,
+  tellInScript = true,
 ): string[] {
-  const inbox = workspaceId === "" ? [] : [workspaceId, token, workspaceKeys(workspaceId).changes];
+  const channel = tellInScript ? workspaceKeys(workspaceId).changes : "";
+  const inbox = workspaceId === "" ? [] : [workspaceId, token, channel];
   return [
     offer.id,
     offer.turnId,

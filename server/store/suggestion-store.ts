@@ -85,7 +85,7 @@ export class SuggestionStore {
       this.redis,
       "offer",
       [keys.log, keys.projection, keys.changes],
-      offerArgs(offer, checkOnly, workspaceId, at.token),
+      offerArgs(offer, checkOnly, workspaceId, at.token, this.inbox.tellsInAppend),
       at,
     );
     return offerOutcome(sessionId, workspaceId, reply);
@@ -110,7 +110,14 @@ export class SuggestionStore {
           this.redis,
           "settle",
           [keys.log, keys.projection, keys.changes],
-          settleArgs(suggestionId, outcome, chatId, at.token, at.workspace),
+          settleArgs(
+            suggestionId,
+            outcome,
+            chatId,
+            at.token,
+            at.workspace,
+            this.inbox.channelParts,
+          ),
           at,
         ),
       ),
@@ -135,7 +142,7 @@ export class SuggestionStore {
         this.redis.multi(),
         "settle",
         [keys.log, keys.projection, keys.changes],
-        settleArgs(suggestionId, outcome, chatId, at.token, at.workspace),
+        settleArgs(suggestionId, outcome, chatId, at.token, at.workspace, this.inbox.channelParts),
         at,
       )
         .readLists(keys.log, keys.projection, held?.version ?? "")
@@ -173,7 +180,7 @@ export class SuggestionStore {
   withdraw(sessionId: string, withdrawal: Withdrawal): Promise<WithdrawOutcome> {
     // Announced in the offer's workspace first, as every settlement is.
     return announced(this.inbox, "", sessionId, (at) =>
-      withdrawOffer(this.redis, sessionId, withdrawal, at),
+      withdrawOffer(this.redis, sessionId, withdrawal, at, this.inbox.channelParts),
     );
   }
 
@@ -200,7 +207,7 @@ export class SuggestionStore {
         this.redis,
         "settleAndRead",
         [keys.log, keys.projection, keys.changes],
-        settleArgs(suggestionId, outcome, chatId, at.token, at.workspace),
+        settleArgs(suggestionId, outcome, chatId, at.token, at.workspace, this.inbox.channelParts),
         at,
       );
       return this.settledRead(sessionId, suggestionId, settleReply, readReply);
