@@ -48,9 +48,9 @@ export function lostShardChannel(err: unknown): string | undefined {
  * subscription ends when its slot moves to another primary (the node says
  * `sunsubscribe`), when its primary fails over or its connection is lost: that channel
  * (or, when the node is lost, every channel) is subscribed again, on the slot's primary
- * as the cluster says it now, retried until it holds, and its listeners resync after it,
- * and after each failed try (where a read most likely fails too, ending a watch with
- * UNAVAILABLE as on a single Redis). Pinned by test/cluster/cluster-reshard.test.ts.
+ * as the cluster says it now, retried until it holds (a failover: until the replica is
+ * promoted; no replica: until the primary is back), and its listeners resync after it.
+ * Pinned by test/cluster/cluster-shard-moves.test.ts.
  */
 export class PubSub {
   readonly #connect: () => Redis | Cluster;
@@ -195,8 +195,8 @@ export class PubSub {
   /**
    * Subscribes the lost channels again until each holds: the slot map asked again first
    * (the slot may have moved), each channel unsubscribed and subscribed on its slot's
-   * primary now, then its listeners resync. A try that fails resyncs them too, and the
-   * next one waits a little longer.
+   * primary now, then its listeners resync. After a try that fails the next one waits
+   * a little longer.
    */
   async #resubscribeShards(subscriber: Cluster): Promise<void> {
     let wait = RESUBSCRIBE_FIRST_MS;
@@ -215,6 +215,7 @@ export class PubSub {
               if (!this.#channels.has(channel)) await subscriber.sunsubscribe(channel);
             } catch {
               failed.push(channel);
+              return;
             }
             for (const listener of this.#channels.get(channel)?.listeners ?? []) {
               listener.resync();
