@@ -35,13 +35,13 @@ async function main(): Promise<void> {
   let frame = await framed();
   const streams = new Set<ServerHttp2Stream>();
   const subscriber = subscriberConnection(redis);
-  subscriber.on("message", () => {
+  subscriber.on("smessage", () => {
     void framed().then((next) => {
       frame = next;
       for (const stream of streams) stream.write(frame);
     });
   });
-  await subscriber.subscribe(sessionKeys(config.sessionId).changes);
+  await subscriber.ssubscribe(sessionKeys(config.sessionId).changes);
 
   const server = http2.createServer({ settings: { maxConcurrentStreams: 1000 } });
   server.on("stream", (stream, headers) => {

@@ -1,7 +1,6 @@
 import type { Socket } from "node:net";
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
-import { clusterSubscriber } from "./cluster-subscriber.js";
-import { type ClusterSeed, parseRedisUrl } from "./redis-url.js";
+import { parseRedisUrl } from "./redis-url.js";
 
 /** The service's Redis: one server, or a Redis Cluster; both run the same scripts. */
 export type RedisClient = Redis | Cluster;
@@ -44,9 +43,6 @@ export const defaultClusterOptions: Readonly<ClusterOptions> = Object.freeze({
   clusterRetryStrategy: (times: number) => Math.min(100 * times, 2_000),
 });
 
-/** The seeds each cluster client was made from, for its subscriber connections. */
-const clusterSeeds = new WeakMap<Cluster, readonly ClusterSeed[]>();
-
 /**
  * A client of the Redis that `url` names: `redis://`, `rediss://` and `unix://` make a `Redis`,
  * `redis+cluster://` and `rediss+cluster://` (see `parseRedisUrl`) a `Cluster`. The
@@ -76,7 +72,6 @@ export function connectRedis(url: string): RedisClient {
   );
   client.on("+node", (node: Redis) => batchWritesPerTurn(node));
   holdCallsOnlyUntilReady(client);
-  clusterSeeds.set(client, target.seeds);
   return client;
 }
 
@@ -154,16 +149,25 @@ function holdCallsOnlyUntilReady(cluster: Cluster): void {
 }
 
 /**
- * A connection for SUBSCRIBE beside `client`: a duplicate of a single Redis, or, for a
- * cluster, a connection to one of its nodes that moves to another when that node is
- * lost (`clusterSubscriber`). Either emits `ready` after every reconnection and
- * resubscribes by itself.
+ * The client for SSUBSCRIBE beside `client`: a duplicate of a single Redis (it emits
+ * `ready` after every reconnection and subscribes again by itself), or, for a cluster, a
+ * duplicate of the cluster client with ioredis's sharded subscribers: a SSUBSCRIBE goes
+ * to a connection of the primary that owns the channel's slot, opened at the first
+ * channel of that primary, so an instance holds at most one subscriber connection per
+ * primary with a watched channel (and one more to ask for the slot map). What it does
+ * when a slot moves or a primary fails over is store/pubsub.ts's.
  */
-export function subscriberConnection(client: RedisClient): Redis {
+export function subscriberConnection(client: RedisClient): Redis | Cluster {
   if (client instanceof Redis) return client.duplicate(SUBSCRIBER_OPTIONS);
-  return clusterSubscriber(client, clusterSeeds.get(client) ?? [], {
+  const redisOptions = client.options.redisOptions ?? {};
+  return client.duplicate([], {
     ...SUBSCRIBER_OPTIONS,
-    connectionName: "suggest-task-subscriber",
+    shardedSubscribers: true,
+    redisOptions: {
+      ...redisOptions,
+      ...SUBSCRIBER_OPTIONS,
+      connectionName: "suggest-task-subscriber",
+    },
   });
 }
 

@@ -40,13 +40,15 @@ function recordOf(entry: ScriptReply[number] | undefined): LogRecord {
  * withdraw_suggestion's store step (lua/withdraw-3.lua), one round trip: the newest open
  * offer of the session with exactly `title` is settled dismissed by the agent, with the
  * reason and the call's id on the record; a call id that withdrew already answers the
- * suggestion as that first withdrawal left it, and records nothing.
+ * suggestion as that first withdrawal left it, and records nothing. `channel`: the
+ * workspace channel's parts (keys.ts `workspaceChannelParts`).
  */
 export async function withdrawOffer(
   redis: Redis | Cluster,
   sessionId: string,
   withdrawal: Withdrawal,
   at: InboxToken,
+  channel: readonly [string, string] = WORKSPACE_CHANNEL_PARTS,
   retentionMs = 0,
 ): Promise<WithdrawOutcome | Fenced> {
   const keys = sessionKeys(sessionId);
@@ -59,7 +61,7 @@ export async function withdrawOffer(
       withdrawal.reason,
       withdrawal.toolCallId,
       at.token,
-      ...WORKSPACE_CHANNEL_PARTS,
+      ...channel,
       at.workspace,
       ...(retentionMs > 0 ? [String(retentionMs)] : []),
     ],

@@ -7,6 +7,8 @@
 /** What makes announcements: a workspace's inbox (`WorkspaceInbox.announcement`). */
 export interface Announcer {
   announcement(workspaceId: string, sessionId: string, minimum?: number): Promise<InboxToken>;
+  /** Tells the workspace's watchers of a change the append made (`WorkspaceInbox.tell`). */
+  tell?(workspaceId: string, sessionId: string): void;
 }
 
 /** What an append that carries an inbox token answers when it needs a (new) token. */
@@ -68,6 +70,8 @@ export function callAppend<R>(
  * either by a call of its own or in the append itself (`WorkspaceInbox.announcement`);
  * when it answers fenced (no token, a token of another workspace, or one an inbox read
  * passed), announces the chat in the workspace it names, above the fence, and repeats.
+ * Once it went through, the workspace's watchers are told (`Announcer.tell`), unless the
+ * append told them itself.
  */
 export async function announced<T>(
   inbox: Announcer,
@@ -81,7 +85,10 @@ export async function announced<T>(
     const at =
       workspace === "" ? NO_TOKEN : await inbox.announcement(workspace, sessionId, minimum);
     const outcome = await append(at);
-    if (!isFenced(outcome)) return outcome;
+    if (!isFenced(outcome)) {
+      inbox.tell?.(at.workspace, sessionId);
+      return outcome;
+    }
     if (attempt >= 10) throw new Error("the inbox fenced every announcement of this chat");
     workspace = outcome.workspaceId;
     minimum = outcome.fenced + 1;

@@ -16,7 +16,10 @@ export interface SessionKeys {
    * are), rebuilt from `log` when missing or behind; the lists are read through it.
    */
   readonly projection: string;
-  /** The pub/sub channel told after every change of this session's list. */
+  /**
+   * The shard channel (SPUBLISH, in the session's slot) told after every change of this
+   * session's list.
+   */
   readonly changes: string;
 }
 
@@ -55,12 +58,26 @@ export interface WorkspaceKeys {
   readonly pending: string;
   /** Hash: member → its offer's record as read from the log (JSON `[entry id, fields]`). */
   readonly docs: string;
-  /** The pub/sub channel told after every change in a chat of the workspace. */
+  /**
+   * The shard channel (in the workspace's slot) told after every change in a chat of
+   * the workspace.
+   */
   readonly changes: string;
 }
 
 /** The two parts around the workspace id in its `changes` channel. */
 export const WORKSPACE_CHANNEL_PARTS = ["inbox:{ws:", "}:changes"] as const;
+
+/**
+ * The workspace channel's parts as an append of a chat carries them (lua/settle-3.lua,
+ * withdraw-3.lua): the script publishes there itself when `inScript`, which only a
+ * single Redis allows; on a cluster the workspace's channel lives in another slot, most
+ * often on another node, where a script may not publish, so the parts are empty and the
+ * caller tells the workspace once the append answered (`WorkspaceInbox.tell`).
+ */
+export function workspaceChannelParts(inScript: boolean): readonly [string, string] {
+  return inScript ? WORKSPACE_CHANNEL_PARTS : ["", ""];
+}
 
 /** The keys of one workspace's inbox index. */
 export function workspaceKeys(workspaceId: string): WorkspaceKeys {
@@ -80,7 +97,7 @@ export function startLockKey(sessionId: string, suggestionId: string): string {
 }
 
 /**
- * The pub/sub channel on which a Start's lock holder tells waiters how it ended (the
+ * The shard channel (in the session's slot) on which a Start's lock holder tells waiters how it ended (the
  * message is `<suggestion_id> <delivered|released>`), so that they wait without polling.
  */
 export function startResultChannel(sessionId: string): string {

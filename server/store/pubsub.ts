@@ -5,7 +5,8 @@ export interface ChannelListener {
   /** A message published on the channel. */
   message(message: string): void;
   /**
-   * The connection came back after a loss and the channel is subscribed again:
+   * The channel's subscription was lost for a while (a reconnection, its slot moved to
+   * another node, its primary failed over) and is taken again, or being taken again:
    * messages published meanwhile are lost, so the listener reads again what it needs.
    */
   resync(): void;
@@ -16,22 +17,53 @@ interface Channel {
   readonly subscribed: Promise<unknown>;
 }
 
+/** The first wait before subscribing again a channel whose subscription failed; doubled up to the most. */
+const RESUBSCRIBE_FIRST_MS = 100;
+const RESUBSCRIBE_MOST_MS = 2_000;
+
 /**
- * One Redis subscriber connection per server instance, shared by everything that
- * listens (the watch hub, the start locks), with channels counted by reference: a
- * channel is subscribed while it has at least one listener and unsubscribed when the
- * last one leaves. After a reconnection it subscribes every channel again and then
- * tells every listener to resync, so no change falls between the two
- * (test/rpc/watch.test.ts restarts Redis under watchers).
+ * The shard channel a subscriber of a cluster lost, named in the error ioredis reports
+ * when a node ends a subscription by itself (its slot left it: Redis sends `sunsubscribe`
+ * unasked, which ioredis takes for a reply nobody waits for); undefined for another error.
+ */
+export function lostShardChannel(err: unknown): string | undefined {
+  const text = err instanceof Error ? err.message : String(err);
+  const match = /Last reply: sunsubscribe,([^,]*),/.exec(text);
+  return match?.[1];
+}
+
+/**
+ * The instance's subscriptions to shard channels (SSUBSCRIBE; every script tells its
+ * changes with SPUBLISH on a channel in the slot of the keys it wrote), shared by
+ * everything that listens (the watch hub, the start locks), with channels counted by
+ * reference: a channel is subscribed while it has at least one listener and
+ * unsubscribed when the last one leaves.
+ *
+ * On a single Redis that is one connection, which ioredis subscribes again after a
+ * reconnection; then every listener is told to resync, after the subscriptions, so no
+ * change falls between the two (test/rpc/watch.test.ts restarts Redis under watchers).
+ *
+ * On a cluster, ioredis's sharded subscribers (`shardedSubscribers`) hold one connection
+ * per primary that owns a watched channel's slot, and a message stays in its shard. A
+ * subscription ends when its slot moves to another primary (the node says
+ * `sunsubscribe`), when its primary fails over or its connection is lost: that channel
+ * (or, when the node is lost, every channel) is subscribed again, on the slot's primary
+ * as the cluster says it now, retried until it holds (a failover: until the replica is
+ * promoted; no replica: until the primary is back), and its listeners resync after it.
+ * Pinned by test/cluster/cluster-shard-moves.test.ts.
  */
 export class PubSub {
   readonly #connect: () => Redis | Cluster;
   readonly #channels = new Map<string, Channel>();
   #subscriber: Redis | Cluster | undefined;
+  /** Channels of a cluster to subscribe again, and whether a pass over them is on. */
+  readonly #lost = new Set<string>();
+  #resubscribing = false;
 
   /**
    * @param connect makes the subscriber connection, opened at the first listener; the
-   *   server passes `subscriberConnection(client)` (a duplicate, or one node of a cluster).
+   *   server passes `subscriberConnection(client)` (a duplicate of a single Redis, or a
+   *   cluster client with sharded subscribers).
    */
   constructor(connect: () => Redis | Cluster) {
     this.#connect = connect;
@@ -49,7 +81,7 @@ export class PubSub {
   async listen(channel: string, listener: ChannelListener): Promise<void> {
     let entry = this.#channels.get(channel);
     if (entry === undefined) {
-      const subscribed = this.#connection().subscribe(channel);
+      const subscribed = this.#connection().ssubscribe(channel);
       entry = { listeners: new Set(), subscribed };
       this.#channels.set(channel, entry);
     }
@@ -58,7 +90,7 @@ export class PubSub {
       await entry.subscribed;
     } catch (err) {
       this.unlisten(channel, listener);
-      // A later listener tries again rather than waiting on the failed SUBSCRIBE.
+      // A later listener tries again rather than waiting on the failed SSUBSCRIBE.
       if (this.#channels.get(channel) === entry) this.#channels.delete(channel);
       throw err;
     }
@@ -71,26 +103,40 @@ export class PubSub {
       return;
     }
     this.#channels.delete(channel);
-    this.#subscriber?.unsubscribe(channel).catch(() => {
+    this.#subscriber?.sunsubscribe(channel).catch(() => {
       // The connection is gone, and with it the subscription.
     });
   }
 
-  /** Closes the connection; listeners hear nothing more. */
+  /** Closes the connection(s); listeners hear nothing more. */
   async close(): Promise<void> {
     const subscriber = this.#subscriber;
     this.#subscriber = undefined;
     this.#channels.clear();
+    this.#lost.clear();
     await subscriber?.quit().catch(() => subscriber.disconnect());
   }
 
   #connection(): Redis | Cluster {
     if (this.#subscriber !== undefined) return this.#subscriber;
     const subscriber = this.#connect();
-    let connectedBefore = false;
     subscriber.on("error", () => {
-      // A lost connection is retried by ioredis, which subscribes again on its own.
+      // A lost connection is retried by ioredis; what it cost is read again below.
     });
+    subscriber.on("smessage", (channel: string, message: string) => {
+      for (const listener of this.#channels.get(channel)?.listeners ?? []) {
+        listener.message(message);
+      }
+    });
+    if (subscriber.isCluster) this.#watchShards(subscriber as Cluster);
+    else this.#watchReconnections(subscriber as Redis);
+    this.#subscriber = subscriber;
+    return subscriber;
+  }
+
+  /** A single Redis: after every reconnection but the first, subscribed again, then resync. */
+  #watchReconnections(subscriber: Redis): void {
+    let connectedBefore = false;
     subscriber.on("ready", () => {
       if (!connectedBefore) {
         connectedBefore = true;
@@ -100,19 +146,12 @@ export class PubSub {
       // (harmless) and waiting for the answer puts the resyncs after the subscriptions.
       setImmediate(() => this.#resubscribe(subscriber));
     });
-    subscriber.on("message", (channel: string, message: string) => {
-      for (const listener of this.#channels.get(channel)?.listeners ?? []) {
-        listener.message(message);
-      }
-    });
-    this.#subscriber = subscriber;
-    return subscriber;
   }
 
-  #resubscribe(subscriber: Redis | Cluster): void {
+  #resubscribe(subscriber: Redis): void {
     const channels = [...this.#channels.keys()];
     if (channels.length === 0) return;
-    subscriber.subscribe(...channels).then(
+    subscriber.ssubscribe(...channels).then(
       () => {
         for (const entry of this.#channels.values()) {
           for (const listener of entry.listeners) listener.resync();
@@ -122,5 +161,77 @@ export class PubSub {
         // Lost again: the next "ready" resyncs.
       },
     );
+  }
+
+  /**
+   * A cluster: a channel whose node said `sunsubscribe` is subscribed again; every
+   * channel is when a sharded subscriber's connection ended or was replaced (its node
+   * lost, failed over, or no longer a primary).
+   */
+  #watchShards(subscriber: Cluster): void {
+    subscriber.on("nodeError", (err: unknown) => {
+      const channel = lostShardChannel(err);
+      if (channel !== undefined) this.#lose([channel]);
+      else if (/Command queue state error/.test(String(err))) this.#lose(this.#channels.keys());
+    });
+    for (const event of ["-node", "-subscriber"]) {
+      subscriber.on(event, () => this.#lose(this.#channels.keys()));
+    }
+    let connectedBefore = false;
+    subscriber.on("ready", () => {
+      // The whole cluster was lost and is back (the first "ready" is the first connection).
+      if (connectedBefore) this.#lose(this.#channels.keys());
+      connectedBefore = true;
+    });
+  }
+
+  #lose(channels: Iterable<string>): void {
+    for (const channel of channels) this.#lost.add(channel);
+    if (this.#lost.size === 0 || this.#resubscribing) return;
+    this.#resubscribing = true;
+    void this.#resubscribeShards(this.#subscriber as Cluster);
+  }
+
+  /**
+   * Subscribes the lost channels again until each holds: the slot map asked again first
+   * (the slot may have moved), each channel unsubscribed and subscribed on its slot's
+   * primary now, then its listeners resync. After a try that fails the next one waits
+   * a little longer.
+   */
+  async #resubscribeShards(subscriber: Cluster): Promise<void> {
+    let wait = RESUBSCRIBE_FIRST_MS;
+    try {
+      while (this.#lost.size > 0 && this.#subscriber === subscriber) {
+        await new Promise<void>((resolve) => subscriber.refreshSlotsCache(() => resolve()));
+        const channels = [...this.#lost].filter((c) => this.#channels.has(c));
+        this.#lost.clear();
+        const failed: string[] = [];
+        await Promise.all(
+          channels.map(async (channel) => {
+            try {
+              await subscriber.sunsubscribe(channel).catch(() => {});
+              await subscriber.ssubscribe(channel);
+              // The last listener left meanwhile: not kept subscribed for nobody.
+              if (!this.#channels.has(channel)) await subscriber.sunsubscribe(channel);
+            } catch {
+              failed.push(channel);
+              return;
+            }
+            for (const listener of this.#channels.get(channel)?.listeners ?? []) {
+              listener.resync();
+            }
+          }),
+        );
+        if (failed.length === 0) {
+          wait = RESUBSCRIBE_FIRST_MS;
+          continue;
+        }
+        for (const channel of failed) this.#lost.add(channel);
+        await new Promise((resolve) => setTimeout(resolve, wait));
+        wait = Math.min(wait * 2, RESUBSCRIBE_MOST_MS);
+      }
+    } finally {
+      this.#resubscribing = false;
+    }
   }
 }

@@ -50,16 +50,19 @@ export interface SettleOutcome {
 
 const SETTLE_KINDS = ["recorded", "already", "not-found", "not-open", "open-limit"] as const;
 
-/** The ARGV of lua/settle-3.lua: the workspace channel's parts let it tell the inbox. */
+/**
+ * The ARGV of lua/settle-3.lua: the workspace channel's parts let it tell the inbox
+ * (empty ones, `workspaceChannelParts(false)`, when the caller tells it).
+ */
 export function settleArgs(
   suggestionId: string,
   outcome: Outcome,
   chatId: string,
   token: string,
   tokenWorkspace = "",
+  channel: readonly [string, string] = WORKSPACE_CHANNEL_PARTS,
   retentionMs = 0,
 ) {
-  const channel = WORKSPACE_CHANNEL_PARTS;
   const retention = retentionMs > 0 ? [String(retentionMs)] : [];
   return [
     ...[suggestionId, outcome, chatId, String(OPEN_LIMIT), token, ...channel, tokenWorkspace],
@@ -81,21 +84,22 @@ export function settleOutcome(reply: ScriptReply): SettleOutcome | Fenced {
   };
 }
 
-/** The ARGV of lua/offer-3.lua; with a workspace, its inbox token and channel too. */
+/**
+ * The ARGV of lua/offer-3.lua; with a workspace, its inbox token and channel too (the
+ * channel '' when the caller tells the workspace, `tellInScript` false).
+ */
 export function offerArgs(
   offer: NewOffer,
   checkOnly: boolean,
   workspaceId: string,
   token: string,
+  tellInScript = true,
   retentionMs = 0,
 ): string[] {
   // ARGV[13], the retention, comes after the inbox's three (empty without a workspace).
+  const channel = tellInScript ? workspaceKeys(workspaceId).changes : "";
   const inbox =
-    workspaceId !== ""
-      ? [workspaceId, token, workspaceKeys(workspaceId).changes]
-      : retentionMs > 0
-        ? ["", "", ""]
-        : [];
+    workspaceId !== "" ? [workspaceId, token, channel] : retentionMs > 0 ? ["", "", ""] : [];
   const retention = retentionMs > 0 ? [String(retentionMs)] : [];
   return [
     offer.id,

@@ -113,7 +113,14 @@ export function settleStart(
   return store.announcedSettle(sessionId, suggestionId, async (at) => {
     const chatId = isEmbedded(started) ? started.chat.chatId : await started;
     const settleArgv = [
-      ...settleArgs(suggestionId, "started", chatId, at.token, at.workspace),
+      ...settleArgs(
+        suggestionId,
+        "started",
+        chatId,
+        at.token,
+        at.workspace,
+        store.inbox.channelParts,
+      ),
       lockToken,
       startResultMessage(suggestionId, "released"),
     ];

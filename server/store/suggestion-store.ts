@@ -89,7 +89,14 @@ export class SuggestionStore {
       this.redis,
       "offer",
       [keys.log, keys.projection, keys.changes],
-      offerArgs(offer, checkOnly, workspaceId, at.token, this.retentionMs),
+      offerArgs(
+        offer,
+        checkOnly,
+        workspaceId,
+        at.token,
+        this.inbox.tellsInAppend,
+        this.retentionMs,
+      ),
       at,
     );
     return offerOutcome(sessionId, workspaceId, reply);
@@ -114,7 +121,15 @@ export class SuggestionStore {
           this.redis,
           "settle",
           [keys.log, keys.projection, keys.changes],
-          settleArgs(suggestionId, outcome, chatId, at.token, at.workspace, this.retentionMs),
+          settleArgs(
+            suggestionId,
+            outcome,
+            chatId,
+            at.token,
+            at.workspace,
+            this.inbox.channelParts,
+            this.retentionMs,
+          ),
           at,
         ),
       ),
@@ -141,7 +156,15 @@ export class SuggestionStore {
           this.redis.multi(),
           "settle",
           [keys.log, keys.projection, keys.changes],
-          settleArgs(suggestionId, outcome, chatId, at.token, at.workspace, this.retentionMs),
+          settleArgs(
+            suggestionId,
+            outcome,
+            chatId,
+            at.token,
+            at.workspace,
+            this.inbox.channelParts,
+            this.retentionMs,
+          ),
           at,
         )
           .readLists(keys.log, keys.projection, held?.version ?? "")
@@ -180,7 +203,14 @@ export class SuggestionStore {
   withdraw(sessionId: string, withdrawal: Withdrawal): Promise<WithdrawOutcome> {
     // Announced in the offer's workspace first, as every settlement is.
     return announced(this.inbox, "", sessionId, (at) =>
-      withdrawOffer(this.redis, sessionId, withdrawal, at, this.retentionMs),
+      withdrawOffer(
+        this.redis,
+        sessionId,
+        withdrawal,
+        at,
+        this.inbox.channelParts,
+        this.retentionMs,
+      ),
     );
   }
 
@@ -217,7 +247,15 @@ export class SuggestionStore {
         this.redis,
         "settleAndRead",
         [keys.log, keys.projection, keys.changes],
-        settleArgs(suggestionId, outcome, chatId, at.token, at.workspace, this.retentionMs),
+        settleArgs(
+          suggestionId,
+          outcome,
+          chatId,
+          at.token,
+          at.workspace,
+          this.inbox.channelParts,
+          this.retentionMs,
+        ),
         at,
       );
       return this.settledRead(sessionId, suggestionId, settleReply, readReply);

@@ -41,9 +41,10 @@ interface SessionWatch {
 
 /**
  * The fan-out behind WatchSuggestions: one Redis subscriber connection per server
- * instance (the shared `PubSub`), however many watchers it serves. Every script PUBLISHes on the session's
- * `changes` channel after each append, so a change made through any instance reaches
- * every instance. A session's channel is subscribed while it has at least one local
+ * instance (the shared `PubSub`; on a cluster one per primary with a watched channel),
+ * however many watchers it serves. Every script tells the session's `changes` channel
+ * (SPUBLISH, in the session's slot) after each append, so a change made through any
+ * instance reaches every instance. A session's channel is subscribed while it has at least one local
  * watcher and unsubscribed when the last one leaves; on a message the lists are read
  * once and handed to every local watcher of that session, and a burst of messages that
  * arrives during a read costs one more read, not one per message. Pinned by

@@ -4,7 +4,7 @@ import type { Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { offeredSuggestion, parseEntries } from "../domain/fold.js";
 import { inboxMember, sessionOfMember } from "../domain/inbox-page.js";
 import type { InboxToken } from "./inbox-token.js";
-import { sessionKeys, workspaceKeys } from "./keys.js";
+import { sessionKeys, workspaceChannelParts, workspaceKeys } from "./keys.js";
 import type { ScriptReply } from "./scripts.js";
 
 /** One open offer as the inbox lists it: its place in the order and the suggestion. */
@@ -64,16 +64,52 @@ export class WorkspaceInbox {
   readonly retentionMs: number;
 
   /**
+   * Whether an append tells the workspace's channel itself (SPUBLISH from its script,
+   * right after the write): on a single Redis, where a script may publish on any
+   * channel. On a cluster the channel lives in the workspace's slot, most often on
+   * another node than the chat's, where a script may not publish: the writer tells it
+   * once the append answered (`tell`), so a crash in between leaves the workspace's
+   * watchers behind until its next change (the index itself stays right: the chat is
+   * pending there since its announcement).
+   */
+  readonly tellsInAppend: boolean;
+
+  /**
    * @param options.announceInAppend true: the appends announce (a single Redis only);
    *   false, the default: every announcement is a call of its own, as on a cluster.
    * @param options.retentionMs RETENTION_DAYS in ms; 0, the default: chats never expire.
+   * @param options.tellInAppend false: the appends leave the workspace's channel to
+   *   the writer (`tell`), as a Redis with `cluster-enabled yes` requires even through
+   *   a plain client; never true on a `Cluster` client.
    */
   constructor(
     readonly redis: Redis | Cluster,
-    options: { readonly announceInAppend?: boolean; readonly retentionMs?: number } = {},
+    options: {
+      readonly announceInAppend?: boolean;
+      readonly retentionMs?: number;
+      readonly tellInAppend?: boolean;
+    } = {},
   ) {
     this.announceInAppend = !redis.isCluster && (options.announceInAppend ?? false);
     this.retentionMs = options.retentionMs ?? 0;
+    this.tellsInAppend = !redis.isCluster && (options.tellInAppend ?? true);
+  }
+
+  /** The workspace channel's parts as the appends carry them (keys.ts `workspaceChannelParts`). */
+  get channelParts(): readonly [string, string] {
+    return workspaceChannelParts(this.tellsInAppend);
+  }
+
+  /**
+   * Tells the watchers of the workspace that a chat of it changed (SPUBLISH on its
+   * channel, in its slot), when the appends do not (`tellsInAppend`); not awaited by the
+   * writer, and a failure only delays the watchers until the next change.
+   */
+  tell(workspaceId: string, sessionId: string): void {
+    if (this.tellsInAppend || workspaceId === "") return;
+    this.redis.spublish(workspaceKeys(workspaceId).changes, sessionId).catch(() => {
+      // The workspace's node is down: its watchers fail on their next read anyway.
+    });
   }
 
   /**

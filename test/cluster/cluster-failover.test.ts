@@ -158,30 +158,28 @@ test("kill -9 of one primary: its sessions' calls fail UNAVAILABLE quickly, the 
   expect(ids(settledNow.open)).toEqual([]);
 }, 60_000);
 
-test("when the node that carries a server's subscriptions dies, its watchers are served from another node", async () => {
-  const probe = await sessionOn(cluster.nodes[0] as ClusterNode);
-  await putSession(t.clients, { sessionId: probe });
-  const first = watch(t.clients, probe);
-  await first.waitFor(() => true);
-  // The node the watch hub's subscriber is connected to, by its connection name.
-  const carrier = await subscriberNode();
-  const live = cluster.nodes.find((n) => n !== carrier) as ClusterNode;
-  const sessionId = await sessionOn(live);
-  await putSession(t.clients, { sessionId, workspaceId: await workspaceOn(live) });
-  const w = watch(t.clients, sessionId);
-  await w.waitFor(() => true);
+test("an instance subscribes on the primaries of its watched sessions only, one connection each; another node's loss goes unnoticed", async () => {
+  const [a, b, other] = cluster.nodes as [ClusterNode, ClusterNode, ClusterNode];
+  const watched = [await sessionOn(a), await sessionOn(a), await sessionOn(b)];
+  const watches = [];
+  for (const sessionId of watched) {
+    await putSession(t.clients, { sessionId });
+    const w = watch(t.clients, sessionId);
+    await w.waitFor(() => true);
+    watches.push(w);
+  }
+  // Shard channels stay on the primary of their slot: two there, one here, none there.
+  expect(await subscriptionsOn(a)).toEqual([2]);
+  expect(await subscriptionsOn(b)).toEqual([1]);
+  expect(await subscriptionsOn(other)).toEqual([]);
 
-  await cluster.kill(carrier);
-  const offered = await offerOne(t.clients, sessionId, "After the loss");
-  // The subscriber moves to a live node, and the hub reads every watched session again
-  // (a change published while it moved would otherwise be lost).
-  await w.waitFor((m) => ids(m.open).join(",") === offered.id, 0, 5_000);
-  expect(await subscriberNode()).not.toBe(carrier);
+  await cluster.kill(other);
+  const offered = await offerOne(t.clients, watched[2] as string, "After another's loss");
+  await watches[2]?.waitFor((m) => ids(m.open).join(",") === offered.id, 0, 5_000);
 
-  w.cancel();
-  first.cancel();
-  await Promise.all([w.ended, first.ended]);
-  await cluster.restart(carrier);
+  for (const w of watches) w.cancel();
+  await Promise.all(watches.map((w) => w.ended));
+  await cluster.restart(other);
   await cluster.waitHealthy();
 }, 60_000);
 
@@ -203,17 +201,16 @@ test("with every primary down, calls fail UNAVAILABLE at once instead of waiting
   expect(ids(lists.open)).toEqual([offered.id]);
 }, 60_000);
 
-/** The live node on which a connection named `suggest-task-subscriber` holds channels. */
-async function subscriberNode(): Promise<ClusterNode> {
-  for (const node of cluster.nodes) {
-    if (node.process === undefined) continue;
-    const r = new Redis(node.port, "127.0.0.1", { maxRetriesPerRequest: 0 });
-    try {
-      const list = (await r.client("LIST")) as string;
-      if (/name=suggest-task-subscriber .*\bsub=[1-9]/.test(list)) return node;
-    } finally {
-      r.disconnect();
-    }
+/** The channels held by each subscriber connection of the service on `node`. */
+async function subscriptionsOn(node: ClusterNode): Promise<number[]> {
+  const r = new Redis(node.port, "127.0.0.1", { maxRetriesPerRequest: 0 });
+  try {
+    const list = (await r.client("LIST")) as string;
+    return list
+      .split("\n")
+      .filter((line) => /name=\S*suggest-task-subscriber /.test(line))
+      .map((line) => Number(/\bssub=(\d+)/.exec(line)?.[1]));
+  } finally {
+    r.disconnect();
   }
-  throw new Error("no node carries the subscriber");
 }

@@ -65,9 +65,9 @@ test("1,000 idle watchers on one server hold a bounded number of Redis connectio
   // This test's own client, the server's client and its subscriber, and at most two more
   // the server may hold for other purposes: never one per watcher.
   expect(withThousand).toBeLessThanOrEqual(5);
-  const channels = (await admin.pubsub("CHANNELS", "suggest:*")) as string[];
+  const channels = (await admin.pubsub("SHARDCHANNELS", "suggest:*")) as string[];
   expect(channels).toHaveLength(sessions.length);
-  const numsub = (await admin.pubsub("NUMSUB", ...channels)) as (string | number)[];
+  const numsub = (await admin.pubsub("SHARDNUMSUB", ...channels)) as (string | number)[];
   for (let i = 1; i < numsub.length; i += 2) expect(Number(numsub[i])).toBe(1);
 
   // A change reaches each of the 50 watchers of its session.
@@ -86,7 +86,7 @@ test("1,000 idle watchers on one server hold a bounded number of Redis connectio
   for (const w of [...watchers, { sessionId: "", capture: one }]) w.capture.cancel();
   await Promise.all(watchers.map((w) => w.capture.ended));
   await eventually(
-    async () => ((await admin.pubsub("CHANNELS", "suggest:*")) as string[]).length === 0,
+    async () => ((await admin.pubsub("SHARDCHANNELS", "suggest:*")) as string[]).length === 0,
   );
   expect(await clientCount()).toBe(withOne);
 }, 60_000);

@@ -44,8 +44,8 @@ describe("releaseLock-2.lua", () => {
   async function listen(channel: string) {
     const sub = subscriberConnection(redis);
     const messages: string[] = [];
-    sub.on("message", (_channel: string, message: string) => messages.push(message));
-    await sub.subscribe(channel);
+    sub.on("smessage", (_channel: string, message: string) => messages.push(message));
+    await sub.ssubscribe(channel);
     return { messages, close: () => sub.quit() };
   }
 

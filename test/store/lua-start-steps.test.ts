@@ -91,8 +91,8 @@ describe("beginStart-4.lua", () => {
 async function listen(sessionId: string) {
   const sub = subscriberConnection(redis);
   const messages: string[] = [];
-  sub.on("message", (_channel: string, message: string) => messages.push(message));
-  await sub.subscribe(startResultChannel(sessionId));
+  sub.on("smessage", (_channel: string, message: string) => messages.push(message));
+  await sub.ssubscribe(startResultChannel(sessionId));
   return { messages, close: () => sub.quit() };
 }
 

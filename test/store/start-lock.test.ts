@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { RedisClient } from "../../server/redis/redis-client.js";
 import { subscriberConnection } from "../../server/redis/redis-client.js";
-import { startLockKey } from "../../server/store/keys.js";
+import { startLockKey, startResultChannel } from "../../server/store/keys.js";
 import { PubSub } from "../../server/store/pubsub.js";
 import { type LockTurn, StartLocks } from "../../server/store/start-locks.js";
-import { redisClient, uniqueId } from "../support/harness.js";
+import { channelSubscribers, eventually, redisClient, uniqueId } from "../support/harness.js";
 
 // Two StartLocks on two clients: two service instances sharing one Redis.
 let redisA: RedisClient;
@@ -44,6 +44,11 @@ test("a waiter hears the holder's result as soon as it releases, long before the
   const waiting = b.take(sessionId, "g1", { until: soon() });
   // Another suggestion's result on the same session's channel does not wake it.
   const other = held(await a.take(sessionId, "g2", { until: soon() }));
+  // The waiter listens (its instance's first channel: on a cluster, its subscriber
+  // connects first), then the other result is told, then its own.
+  await eventually(
+    async () => (await channelSubscribers(probe, startResultChannel(sessionId))) > 0,
+  );
   await other.release("delivered");
   await sleep(100);
   expect(await lock.release("delivered")).toBe(true);
@@ -57,7 +62,9 @@ test("a released result tells the waiter to try again, and it then takes the loc
   const sessionId = uniqueId();
   const lock = held(await a.take(sessionId, "g", { until: soon() }));
   const waiting = b.take(sessionId, "g", { until: soon() });
-  await sleep(50);
+  await eventually(
+    async () => (await channelSubscribers(probe, startResultChannel(sessionId))) > 0,
+  );
   await lock.release("released");
   expect(await waiting).toEqual({ kind: "released" });
   const next = held(await b.take(sessionId, "g", { until: soon() }));

@@ -110,13 +110,13 @@ export function redisClient(url = sharedRedisUrl()): RedisClient {
 }
 
 /**
- * Subscribers of a pub/sub channel: on a cluster, the sum over its primaries (a
- * subscriber holds its channel on the one node it is connected to).
+ * Subscribers of a shard channel (PUBSUB SHARDNUMSUB): on a cluster, the sum over its
+ * primaries (only the primary of the channel's slot holds its subscribers).
  */
 export async function channelSubscribers(redis: RedisClient, channel: string): Promise<number> {
   let total = 0;
   for (const node of redis instanceof Cluster ? redis.nodes("master") : [redis]) {
-    const reply = (await node.pubsub("NUMSUB", channel)) as [string, number];
+    const reply = (await node.pubsub("SHARDNUMSUB", channel)) as [string, number];
     total += Number(reply[1]);
   }
   return total;

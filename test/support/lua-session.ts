@@ -52,7 +52,10 @@ export function luaSession(redis: RedisClient) {
       a.mode ?? "append",
       String(a.lifetime ?? 10),
       String(a.open ?? 3),
-      ...(a.workspace ? [a.workspace, a.token ?? "1", workspaceKeys(a.workspace).changes] : []),
+      // The workspace's channel: '' on a cluster, where the writer tells it (another node).
+      ...(a.workspace
+        ? [a.workspace, a.token ?? "1", redis.isCluster ? "" : workspaceKeys(a.workspace).changes]
+        : []),
     );
   const settle = (id: string, outcome: string, chat = "", open = 3): Promise<ScriptReply> =>
     redis.settle(keys.log, keys.projection, keys.changes, id, outcome, chat, String(open));

@@ -15,15 +15,15 @@ const run = promisify(execFile);
 
 /** How to start a local cluster. */
 export interface RedisClusterOptions {
-  /** How many primaries (no replicas); 3 by default, the least Redis Cluster accepts. */
+  /** How many primaries; 3 by default, the least Redis Cluster accepts. */
   readonly primaries?: number;
-  /** Replicas of each primary (none by default); `nodes` lists the primaries first. */
+  /** Replicas of each primary (`--cluster-replicas`); 0 by default. */
   readonly replicas?: number;
   /** `cluster-node-timeout` in ms: how soon the others mark a silent node as failing. */
   readonly nodeTimeoutMs?: number;
 }
 
-/** One primary of a local cluster: its process (replaced on restart), port and folder. */
+/** One node of a local cluster: its process (replaced on restart), port and folder. */
 export interface ClusterNode {
   readonly port: number;
   /** Its cluster bus port (`cluster-port`), chosen free like the client port. */
@@ -39,6 +39,12 @@ export interface LocalRedisCluster {
   readonly nodes: readonly ClusterNode[];
   /** The node that serves a hash slot now. */
   nodeOfSlot(slot: number): Promise<ClusterNode>;
+  /**
+   * Moves one slot, with its keys, from the primary that serves it to `to`, as
+   * `redis-cli --cluster reshard` does (CLUSTER SETSLOT IMPORTING/MIGRATING, MIGRATE of
+   * its keys, CLUSTER SETSLOT NODE on every primary).
+   */
+  moveSlot(slot: number, to: ClusterNode): Promise<void>;
   /** Asks one node (any live one when omitted) for `CLUSTER KEYSLOT key`. */
   keySlot(key: string): Promise<number>;
   /** kill -9 of one node, as a crash would; waits for the exit. */
@@ -62,7 +68,8 @@ export async function startRedisCluster(
   options: RedisClusterOptions = {},
 ): Promise<LocalRedisCluster> {
   const primaries = options.primaries ?? 3;
-  const count = primaries * (1 + (options.replicas ?? 0));
+  const replicas = options.replicas ?? 0;
+  const count = primaries * (1 + replicas);
   const nodeTimeoutMs = options.nodeTimeoutMs ?? 2_000;
   const root = mkdtempSync(join(tmpdir(), "suggest-task-cluster-"));
   const nodes: ClusterNode[] = [];
@@ -92,6 +99,10 @@ export async function startRedisCluster(
         String(node.busPort),
         "--cluster-require-full-coverage",
         "no",
+        // A replica fails over however long ago it last heard its primary (a fresh one
+        // may not have synced yet when a test kills the primary).
+        "--cluster-replica-validity-factor",
+        "0",
       ],
     });
   };
@@ -106,7 +117,7 @@ export async function startRedisCluster(
       "create",
       ...nodes.map((n) => `127.0.0.1:${n.port}`),
       "--cluster-replicas",
-      String(options.replicas ?? 0),
+      String(replicas),
       "--cluster-yes",
     ]);
   } catch (err) {
@@ -139,6 +150,26 @@ export async function startRedisCluster(
       const node = nodes.find((n) => n.port === range?.[2]?.[1]);
       if (node === undefined) throw new Error(`no node serves slot ${slot}`);
       return node;
+    },
+    async moveSlot(slot, to) {
+      const from = await cluster.nodeOfSlot(slot);
+      if (from === to) return;
+      const id = (node: ClusterNode) => ask(node, (r) => r.cluster("MYID") as Promise<string>);
+      const [fromId, toId] = [await id(from), await id(to)];
+      await ask(to, (r) => r.cluster("SETSLOT", slot, "IMPORTING", fromId));
+      await ask(from, (r) => r.cluster("SETSLOT", slot, "MIGRATING", toId));
+      await ask(from, async (r) => {
+        for (;;) {
+          const keys = (await r.cluster("GETKEYSINSLOT", slot, 100)) as string[];
+          if (keys.length === 0) return;
+          await r.migrate("127.0.0.1", to.port, "", 0, 5_000, "KEYS", ...keys);
+        }
+      });
+      for (const node of [to, from, ...live().filter((n) => n !== to && n !== from)]) {
+        await ask(node, (r) => r.cluster("SETSLOT", slot, "NODE", toId)).catch(() => {
+          // A replica refuses SETSLOT; it learns the slot's new owner from its primary.
+        });
+      }
     },
     async keySlot(key) {
       return ask(live()[0] as ClusterNode, (r) => r.cluster("KEYSLOT", key));

@@ -68,6 +68,6 @@ end
 local erased = redis.call('DEL', KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[7],
   KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17])
 if erased > 0 then
-  redis.call('PUBLISH', KEYS[3], '0-0')
+  redis.call('SPUBLISH', KEYS[3], '0-0')
 end
 return { 0, workspaces, missing }

@@ -29,7 +29,7 @@ local held = redis.call('HDEL', chats, 'm:' .. session, 't:' .. session)
   + redis.call('SREM', pending, session)
 if held > 0 then
   redis.call('HINCRBY', chats, 'puts', 1)
-  redis.call('PUBLISH', ARGV[2], '0-0')
+  redis.call('SPUBLISH', ARGV[2], '0-0')
   return 1
 end
 return 0

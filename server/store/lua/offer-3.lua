@@ -18,7 +18,8 @@
   ARGV[9] open limit (3)
   ARGV[10] workspace  the chat's workspace as the host gave it (optional; none: '')
   ARGV[11] token      the inbox token its announcement got (store/workspace-inbox.ts)
-  ARGV[12] channel    the workspace's pub/sub channel, told after the append
+  ARGV[12] channel    the workspace's shard channel, told after the append ('': the
+                      caller tells it, as on a cluster, where it lives on another node)
   ARGV[13] retention  (optional) ms each key of the chat lives after a write (0: forever)
 
   Result: { status, id, entry id, fields of the offer record... }
@@ -89,7 +90,7 @@ end
 -- New: no offer of this id, turn or tool call is recorded (checked above).
 local entryId = appendRecord(log, proj, changes, record, fold, true)
 renewChat(ARGV[13], log, proj)
-if ws ~= '' and ARGV[12] then
-  redis.call('PUBLISH', ARGV[12], entryId)
+if ws ~= '' and ARGV[12] and ARGV[12] ~= '' then
+  redis.call('SPUBLISH', ARGV[12], entryId)
 end
 return { 0, id, entryId, record }

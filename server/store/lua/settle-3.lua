@@ -14,7 +14,8 @@
   ARGV[5] token       the inbox token of the chat's announcement in the offer's
                       workspace ('': none yet)
   ARGV[6], ARGV[7]    the parts around the workspace id of a workspace's channel;
-                      without them (older callers) the inbox is left alone
+                      without them (older callers) the inbox is left alone; both
+                      '' when the caller tells the workspace (a cluster: another node)
   ARGV[8]             (optional) the workspace the token was announced in, when the
                       caller announced before knowing the offer's (a guess): a token
                       of another workspace is no token
@@ -91,8 +92,8 @@ record[#record + 1] = 'time'
 record[#record + 1] = nowMs()
 local entryId = appendRecord(log, proj, changes, record, fold)
 renewChat(ARGV[9], log, proj)
-if ws ~= '' then
-  redis.call('PUBLISH', ARGV[6] .. ws .. ARGV[7], entryId)
+if ws ~= '' and ARGV[6] ~= '' then
+  redis.call('SPUBLISH', ARGV[6] .. ws .. ARGV[7], entryId)
 end
 local after = outcome
 if outcome == 'restored' then

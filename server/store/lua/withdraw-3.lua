@@ -16,6 +16,7 @@
   ARGV[4] token        the inbox token of the chat's announcement in the offer's
                        workspace ('': none yet), as for settle-3.lua
   ARGV[5], ARGV[6]     the parts around the workspace id of a workspace's channel
+                       (both '': the caller tells the workspace, as for settle-3.lua)
   ARGV[7]              (optional) the workspace the token was announced in, as for
                        settle-3.lua: a token of another workspace than the found offer's
                        is none (the offer found may change between tries)
@@ -79,8 +80,8 @@ for i = fold.n, 1, -1 do
       }
       local entryId = appendRecord(log, proj, changes, record, fold)
       renewChat(ARGV[8], log, proj)
-      if ws ~= '' then
-        redis.call('PUBLISH', ARGV[5] .. ws .. ARGV[6], entryId)
+      if ws ~= '' and ARGV[5] ~= '' then
+        redis.call('SPUBLISH', ARGV[5] .. ws .. ARGV[6], entryId)
       end
       return { 0, offer, { entryId, record } }
     end

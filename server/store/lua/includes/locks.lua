@@ -18,6 +18,6 @@ local function releaseLock(lock, channel, token, message)
     redis.call('DEL', lock)
     held = 1
   end
-  redis.call('PUBLISH', channel, message)
+  redis.call('SPUBLISH', channel, message)
   return held
 end

@@ -308,7 +308,7 @@ local function appendRecord(log, proj, changes, flat, fold, new)
   applyRecord(proj, entryId, recordFields(flat), fold, new)
   fold.m = fold.m + 1
   seal(log, proj, entryId, fold)
-  redis.call('PUBLISH', changes, entryId)
+  redis.call('SPUBLISH', changes, entryId)
   return entryId
 end
 
