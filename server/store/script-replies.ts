@@ -1,5 +1,6 @@
 import type { Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import { type DismissalChoice, dismissReasonWord } from "../domain/dismissal.js";
 import { offeredSuggestion, parseEntries } from "../domain/fold.js";
 import { LIFETIME_LIMIT, OPEN_LIMIT } from "../domain/limits.js";
 import { type Outcome, STANDING_WORDS } from "../domain/settlement.js";
@@ -21,12 +22,26 @@ export interface NewOffer {
   readonly title: string;
   readonly tldr: string;
   readonly brief: string;
+  /**
+   * The title as the duplicate check compares it (domain/refusals.ts `normalizedTitle`,
+   * made once by the tool); left out, the offer is not checked for a duplicate and its
+   * record keeps none.
+   */
+  readonly normalizedTitle?: string;
 }
 
 /** What the atomic offer step answered; mirrors the status codes of lua/offer-3.lua. */
 export type OfferOutcome =
   | { readonly kind: "recorded" | "duplicate"; readonly suggestion: Suggestion }
-  | { readonly kind: "lifetime-limit" | "open-limit" | "turn-limit" | "quota-ok" };
+  | {
+      readonly kind:
+        | "lifetime-limit"
+        | "open-limit"
+        | "turn-limit"
+        | "quota-ok"
+        | "duplicate-open"
+        | "duplicate-dismissed";
+    };
 
 /** The status codes of lua/offer-3.lua. */
 enum OfferStatus {
@@ -37,6 +52,8 @@ enum OfferStatus {
   TurnLimit = 4,
   Checked = 5,
   Fenced = 6,
+  DuplicateOpen = 7,
+  DuplicateDismissed = 8,
 }
 
 /** What the atomic settle step answered; mirrors the status codes of lua/settle-3.lua. */
@@ -50,16 +67,32 @@ export interface SettleOutcome {
 
 const SETTLE_KINDS = ["recorded", "already", "not-found", "not-open", "open-limit"] as const;
 
-/** The ARGV of lua/settle-3.lua: the workspace channel's parts let it tell the inbox. */
+/**
+ * The ARGV of lua/settle-3.lua: the workspace channel's parts let it tell the inbox; a
+ * person's dismissal adds its reason's word and note (ARGV 9 and 10).
+ */
 export function settleArgs(
   suggestionId: string,
   outcome: Outcome,
   chatId: string,
   token: string,
   tokenWorkspace = "",
+  dismissal?: DismissalChoice,
 ) {
   const channel = WORKSPACE_CHANNEL_PARTS;
-  return [suggestionId, outcome, chatId, String(OPEN_LIMIT), token, ...channel, tokenWorkspace];
+  const argv = [
+    suggestionId,
+    outcome,
+    chatId,
+    String(OPEN_LIMIT),
+    token,
+    ...channel,
+    tokenWorkspace,
+  ];
+  if (dismissal !== undefined && outcome === "dismissed") {
+    argv.push(dismissReasonWord(dismissal.reason), dismissal.note);
+  }
+  return argv;
 }
 
 /** Reads the reply of lua/settle-3.lua; status 5 (the inbox fenced the token) as `Fenced`. */
@@ -83,7 +116,9 @@ export function offerArgs(
   workspaceId: string,
   token: string,
 ): string[] {
-  const inbox = workspaceId === "" ? [] : [workspaceId, token, workspaceKeys(workspaceId).changes];
+  // Without a workspace its three arguments are sent empty, so the title's comes 13th.
+  const inbox =
+    workspaceId === "" ? ["", "", ""] : [workspaceId, token, workspaceKeys(workspaceId).changes];
   return [
     offer.id,
     offer.turnId,
@@ -95,6 +130,7 @@ export function offerArgs(
     String(LIFETIME_LIMIT),
     String(OPEN_LIMIT),
     ...inbox,
+    offer.normalizedTitle ?? "",
   ];
 }
 
@@ -123,6 +159,10 @@ export function offerOutcome(
       return { kind: "quota-ok" };
     case OfferStatus.Fenced:
       return { fenced: Number(reply[1]), workspaceId };
+    case OfferStatus.DuplicateOpen:
+      return { kind: "duplicate-open" };
+    case OfferStatus.DuplicateDismissed:
+      return { kind: "duplicate-dismissed" };
     default:
       throw new Error(`offer script answered an unknown status ${String(reply[0])}`);
   }
