@@ -206,3 +206,23 @@ test("20 concurrent Starts with 20 options over two instances: one chat, one cal
     expect.objectContaining({ model, brief: `Brief ${i}` }),
   ]);
 });
+
+test("settlementNotes speaks a dismissal's reason and note in the pinned words", async () => {
+  const { settlementNotes } = await import("../../sdk/src/settlement-notes.js");
+  const sessionId = await session(a.clients);
+  const one = await offerOne(a.clients, sessionId, "Add retries");
+  const two = await offerOne(a.clients, sessionId, "Bump deps");
+  const s = a.clients.suggestions;
+  await s.dismissSuggestion({
+    sessionId,
+    suggestionId: one.id,
+    reason: DismissReason.ALREADY_DONE,
+    note: "done in #12",
+  });
+  await s.dismissSuggestion({ sessionId, suggestionId: two.id, reason: DismissReason.DUPLICATE });
+  const { settlements } = await s.listSettlements({ sessionId });
+  expect(settlementNotes(settlements)).toEqual([
+    'The user dismissed your suggestion "Add retries" as already done; do not offer it again. Their note: done in #12',
+    'The user dismissed your suggestion "Bump deps" as a duplicate; do not offer it again.',
+  ]);
+});
