@@ -1,8 +1,26 @@
 import {
+  DismissReason,
   type Settlement,
   SettlementOutcome,
   Settler,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+
+/** The words of a dismissal's reason in the line, as the design pins them. */
+const REASON_WORDS: Readonly<Partial<Record<DismissReason, string>>> = {
+  [DismissReason.NOT_WANTED]: "not wanted",
+  [DismissReason.ALREADY_DONE]: "already done",
+  [DismissReason.DUPLICATE]: "a duplicate",
+  [DismissReason.OTHER]: "other",
+};
+
+/** The person's dismissal: with a reason, its words and the note; without one, as before. */
+function personDismissal(title: string, settlement: Settlement): string {
+  const words = REASON_WORDS[settlement.dismissReason];
+  if (words === undefined)
+    return `The user dismissed your suggestion "${title}"; do not offer it again.`;
+  const note = settlement.dismissNote === "" ? "" : ` Their note: ${settlement.dismissNote}`;
+  return `The user dismissed your suggestion "${title}" as ${words}; do not offer it again.${note}`;
+}
 
 /** The line that tells the offering model of one settlement, in the design's words. */
 function noteOf(settlement: Settlement): string | undefined {
@@ -15,7 +33,7 @@ function noteOf(settlement: Settlement): string | undefined {
     case SettlementOutcome.DISMISSED:
       return settlement.settledBy === Settler.AGENT
         ? `You withdrew your suggestion "${title}".`
-        : `The user dismissed your suggestion "${title}"; do not offer it again.`;
+        : personDismissal(title, settlement);
     case SettlementOutcome.RESTORED:
       return `The user restored your suggestion "${title}"; it waits again.`;
     default:

@@ -1,12 +1,15 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import {
+  DismissReason,
   Settler,
   type Suggestion,
   SuggestionSchema,
   SuggestionState,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import { dismissReasonOf } from "./dismissal.js";
 import { fits, isOutcome, stateAfter } from "./settlement.js";
+import { startOptionsOf } from "./start-options.js";
 
 /** One entry of a session's stream: its id and its fields. */
 export interface LogRecord {
@@ -76,6 +79,10 @@ export function applySettlement(offer: Suggestion, record: LogRecord): boolean {
   offer.chatId = outcome === "started" ? (record.fields.chat ?? "") : "";
   offer.settledAt = restored ? undefined : recordTime(record);
   offer.settledBy = restored ? Settler.UNSPECIFIED : settlerOf(record);
+  offer.startOptions = outcome === "started" ? startOptionsOf(record.fields) : undefined;
+  const person = outcome === "dismissed" && offer.settledBy === Settler.PERSON;
+  offer.dismissReason = person ? dismissReasonOf(record.fields.why) : DismissReason.UNSPECIFIED;
+  offer.dismissNote = person ? (record.fields.note ?? "") : "";
   return true;
 }
 
@@ -99,7 +106,9 @@ function listsOf(byId: Map<string, Suggestion>): SuggestionLists {
  *   ignored;
  * - a `settled` record changes its offer only when the outcome fits (settlement.ts):
  *   a settlement that names no offer, or does not fit, changes nothing; its `by` says
- *   who settled it (`agent`, else the person's, also when absent);
+ *   who settled it (`agent`, else the person's, also when absent); a `started` one
+ *   carries the Start's options (`model`, `perm`, `brief`), a person's `dismissed` one
+ *   the reason (`why`) and note (`note`), each absent when not given;
  * - the character limits are not checked, so a log written under older limits opens;
  * - records of other kinds are skipped, so the stream can be shared with other writers.
  */

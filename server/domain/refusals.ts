@@ -26,7 +26,16 @@ export type Refusal =
   | { reason: RefusalReason.FIELD_EMPTY; field: string; limit: number }
   | { reason: RefusalReason.FIELD_TOO_LONG; field: string; limit: number; got: number }
   /** withdraw_suggestion only: no open offer of the chat has the (trimmed) title. */
-  | { reason: RefusalReason.NO_OPEN_OFFER; title: string };
+  | { reason: RefusalReason.NO_OPEN_OFFER; title: string }
+  /**
+   * suggest_task's last check: an open offer of the chat, or one the person dismissed,
+   * has the new offer's normalized title (`normalizedTitle`); `title` is the new
+   * offer's trimmed title.
+   */
+  | {
+      reason: RefusalReason.DUPLICATE_OPEN | RefusalReason.DUPLICATE_DISMISSED;
+      title: string;
+    };
 
 /** What the caller is told of one refusal: the reference's text, a gRPC code, the limit. */
 export interface RefusalAnswer {
@@ -38,7 +47,11 @@ export interface RefusalAnswer {
 /** The refusals that carry no field, with their fixed answers. */
 type FixedReason = Exclude<
   Refusal["reason"],
-  RefusalReason.FIELD_EMPTY | RefusalReason.FIELD_TOO_LONG | RefusalReason.NO_OPEN_OFFER
+  | RefusalReason.FIELD_EMPTY
+  | RefusalReason.FIELD_TOO_LONG
+  | RefusalReason.NO_OPEN_OFFER
+  | RefusalReason.DUPLICATE_OPEN
+  | RefusalReason.DUPLICATE_DISMISSED
 >;
 
 /**
@@ -164,6 +177,18 @@ export function describeRefusal(r: Refusal, tool: RefusingTool = REFUSAL_DOMAIN)
         code: Code.NotFound,
         limit: 0,
       };
+    case RefusalReason.DUPLICATE_OPEN:
+      return {
+        message: `${tool}: "${r.title}" already waits for the user; offer something else`,
+        code: Code.AlreadyExists,
+        limit: 0,
+      };
+    case RefusalReason.DUPLICATE_DISMISSED:
+      return {
+        message: `${tool}: the user dismissed "${r.title}"; do not offer it again`,
+        code: Code.AlreadyExists,
+        limit: 0,
+      };
     default: {
       const table = tool === REFUSAL_DOMAIN ? SUGGEST_TASK_REFUSALS : WITHDRAW_SUGGESTION_REFUSALS;
       const answer = table.get(r.reason);
@@ -171,6 +196,16 @@ export function describeRefusal(r: Refusal, tool: RefusingTool = REFUSAL_DOMAIN)
       return answer;
     }
   }
+}
+
+/**
+ * A title as the duplicate check compares it (design.md "The person decides, the agent
+ * learns"): trimmed, lower-cased, inner white space collapsed to one space. Computed
+ * once, here, when an offer is made: the offer's record keeps it (`nt`) and
+ * store/lua/offer-3.lua compares the values it is given, never normalizing itself.
+ */
+export function normalizedTitle(title: string): string {
+  return title.trim().toLowerCase().replace(/\s+/g, " ");
 }
 
 /** The reference's success line for a recorded offer, with the trimmed title. */

@@ -47,9 +47,14 @@ export function settlementOf(
   settlement: LogRecord,
 ): Settlement {
   const outcome = OUTCOMES[settlement.fields.outcome ?? ""] ?? SettlementOutcome.UNSPECIFIED;
+  const suggestion = suggestionAfter(sessionId, offer, settlement);
   return create(SettlementSchema, {
-    suggestion: suggestionAfter(sessionId, offer, settlement),
+    suggestion,
     outcome,
+    // As the suggestion right after it stands: set for STARTED and DISMISSED only.
+    ...(suggestion.startOptions ? { startOptions: suggestion.startOptions } : {}),
+    dismissReason: suggestion.dismissReason,
+    dismissNote: suggestion.dismissNote,
     settledBy: settlerOf(settlement),
     chatId: outcome === SettlementOutcome.STARTED ? (settlement.fields.chat ?? "") : "",
     settledAt: recordTime(settlement),

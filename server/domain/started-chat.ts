@@ -7,6 +7,7 @@ import {
   type Session,
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { WorkspaceMissingReason } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import { type ChosenOptions, NO_OPTIONS } from "./start-options.js";
 
 /**
  * What the reference says of the chat that Start creates ("What Start does", "What a
@@ -43,16 +44,23 @@ export function startIdempotencyKeys(
 /**
  * Inherited settings: the offering chat's model and permission, plus its preset
  * (sandbox and approval left unset, for the host to take from the preset), or, with no
- * preset, its sandbox and approval. The permission is always the offering chat's,
- * carried explicitly, so that a preset that would default to more (a read-only chat on
+ * preset, its sandbox and approval. The permission is always carried explicitly, so that a preset that would default to more (a read-only chat on
  * a full-access preset) cannot raise it: a started chat never runs with more permission
- * than the chat that offered it (test/rpc/start-settings.test.ts).
+ * than the chat that offered it (test/rpc/start-settings.test.ts). The person's chosen
+ * model replaces the inherited one, and a chosen permission the inherited one when it
+ * is not above it (domain/start-options.ts).
  */
 export function startedChatSettings(
   offering: ChatSettings | undefined,
+  chosen: ChosenOptions = NO_OPTIONS,
 ): MessageInitShape<typeof ChatSettingsSchema> {
   const s = offering ?? create(ChatSettingsSchema);
+  const model = chosen.model !== "" ? chosen.model : s.model;
+  // A chosen permission replaces the inherited one only when it is not above it (the
+  // request was refused otherwise; this holds even if the offering chat changed since).
+  const permission =
+    chosen.permission !== 0 && chosen.permission <= s.permission ? chosen.permission : s.permission;
   return s.presetId !== ""
-    ? { presetId: s.presetId, model: s.model, permission: s.permission }
-    : { model: s.model, permission: s.permission, sandbox: s.sandbox, approval: s.approval };
+    ? { presetId: s.presetId, model, permission }
+    : { model, permission, sandbox: s.sandbox, approval: s.approval };
 }

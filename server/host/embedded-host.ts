@@ -201,6 +201,7 @@ export class EmbeddedChatHost implements ChatHost {
       author: req.author,
       text: req.text,
       origin: checkOrigin(req.origin),
+      edited: req.edited,
     });
     return {
       chatId,

@@ -1,4 +1,5 @@
 import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import {
   type DismissSuggestionRequest,
@@ -11,6 +12,7 @@ import {
   type RestoreSuggestionResponse,
   RestoreSuggestionResponseSchema,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import { checkDismissal, type DismissalChoice } from "../domain/dismissal.js";
 import { SuggestionErrorCode } from "../domain/failures.js";
 import { requireId } from "../domain/ids.js";
 import { OPEN_LIMIT } from "../domain/limits.js";
@@ -43,10 +45,13 @@ export async function settleSuggestion(
   deps: SettleSuggestionDeps,
   request: SettleRequest,
   outcome: UserOutcome,
+  dismissal?: DismissalChoice,
 ): Promise<Suggestion> {
   const sessionId = requireId("session_id", request.sessionId);
   const suggestionId = requireId("suggestion_id", request.suggestionId);
-  const answer = await storeCall(() => deps.store.settleAndRead(sessionId, suggestionId, outcome));
+  const answer = await storeCall(() =>
+    deps.store.settleAndRead(sessionId, suggestionId, outcome, "", dismissal),
+  );
   const { kind, state } = answer.outcome;
   switch (kind) {
     case "recorded":
@@ -75,12 +80,21 @@ export async function draftSuggestion(
   return create(DraftSuggestionResponseSchema, { suggestion });
 }
 
-/** DismissSuggestion: an open suggestion becomes dismissed; a dismissed one answers as it is. */
+/**
+ * DismissSuggestion: an open suggestion becomes dismissed, with the person's reason and
+ * note (the note trimmed, at most 240 code points, else INVALID_ARGUMENT, checked after
+ * the ids and before Redis); a dismissed one answers as it is, with the reason and note
+ * it was dismissed with, and records nothing.
+ */
 export async function dismissSuggestion(
   deps: SettleSuggestionDeps,
   request: DismissSuggestionRequest,
 ): Promise<DismissSuggestionResponse> {
-  const suggestion = await settleSuggestion(deps, request, "dismissed");
+  requireId("session_id", request.sessionId);
+  requireId("suggestion_id", request.suggestionId);
+  const checked = checkDismissal(request.reason, request.note);
+  if ("problem" in checked) throw new ConnectError(checked.problem, Code.InvalidArgument);
+  const suggestion = await settleSuggestion(deps, request, "dismissed", checked.choice);
   return create(DismissSuggestionResponseSchema, { suggestion });
 }
 

@@ -48,14 +48,24 @@ export async function postBrief(
   await hostCall(() => host.postMessage(briefRequest(suggestion, chatId)));
 }
 
-/** The brief's PostMessage request for a suggestion's chat. */
-export function briefRequest(suggestion: Suggestion, chatId: string) {
+/**
+ * The brief's PostMessage request for a suggestion's chat: the person's edit when there
+ * is one (`edit`; by default the one the started suggestion was started with), marked
+ * edited, else the offer's brief. Either way its author is SUGGESTION: an edited offer is
+ * still not the person's own instruction.
+ */
+export function briefRequest(
+  suggestion: Suggestion,
+  chatId: string,
+  edit = suggestion.startOptions?.brief ?? "",
+) {
   const { sessionId, id: suggestionId } = suggestion;
   return {
     idempotencyKey: startIdempotencyKeys(sessionId, suggestionId).brief,
     chatId,
-    text: suggestion.brief,
+    text: edit !== "" ? edit : suggestion.brief,
     author: MessageAuthor.SUGGESTION,
     origin: { sessionId, suggestionId },
+    edited: edit !== "",
   };
 }

@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Session } from "../../gen/oda/suggest/v1/chat_host_pb.js";
+import { Permission, type Session } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import {
   type Suggestion,
   SuggestionState,
@@ -13,6 +13,7 @@ import {
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { SuggestionErrorCode } from "../domain/failures.js";
 import { requireId } from "../domain/ids.js";
+import { type ChosenOptions, checkStartOptions, permissionAbove } from "../domain/start-options.js";
 import {
   startedChatSettings,
   startIdempotencyKeys,
@@ -23,10 +24,21 @@ import type { EmbeddedChatHost } from "../host/embedded-host.js";
 import { embeddedChatId } from "../host/embedded-ids.js";
 import type { HeldStartLock } from "../store/held-start-lock.js";
 import { newLockToken, type StartLocks } from "../store/start-locks.js";
-import { beginStart, type StartSettled, settleStart } from "../store/start-steps.js";
+import {
+  beginStart,
+  type StartBegun,
+  type StartSettled,
+  settleStart,
+} from "../store/start-steps.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import type { CallEnd } from "./call-end.js";
-import { dependencyError, foundSuggestion, storeCall, suggestionError } from "./errors.js";
+import {
+  dependencyError,
+  foundSuggestion,
+  hostCall,
+  storeCall,
+  suggestionError,
+} from "./errors.js";
 import { Flights } from "./start-flights.js";
 import { briefRequest, createdChat, postBrief } from "./start-host-calls.js";
 
@@ -68,6 +80,9 @@ export function startSuggestion(
 ): Promise<StartSuggestionResponse> {
   const sessionId = requireId("session_id", request.sessionId);
   const suggestionId = requireId("suggestion_id", request.suggestionId);
+  const checked = checkStartOptions(request.options);
+  if ("problem" in checked) throw new ConnectError(checked.problem, Code.InvalidArgument);
+  const { chosen } = checked;
   // Concurrent Starts of one suggestion on this instance are one flight (start-flights.ts).
   let flights = instanceFlights.get(deps.startLocks);
   if (flights === undefined) {
@@ -75,11 +90,64 @@ export function startSuggestion(
     instanceFlights.set(deps.startLocks, flights);
   }
   const key = `${sessionId}\n${suggestionId}`;
-  return flights.join(key, () => startOnce(deps, sessionId, suggestionId), end);
+  const flight = flights.join(key, () => startOnce(deps, sessionId, suggestionId, chosen), end);
+  if (chosen.permission === Permission.UNSPECIFIED) return flight.then(responseOf);
+  // A caller that joined another's flight checks its own permission against the one
+  // the flight found (the first caller checked it before fixing its options).
+  return flight.then((started) => {
+    const above = permissionAbove(chosen.permission, started.inherited);
+    if (above !== undefined) throw new ConnectError(above, Code.InvalidArgument);
+    return started.response;
+  });
+}
+
+/** What one flight of a Start found: its answer and the permission the chat inherits. */
+interface StartFlight {
+  readonly response: StartSuggestionResponse;
+  readonly inherited: Permission;
+}
+
+function responseOf(started: StartFlight): StartSuggestionResponse {
+  return started.response;
 }
 
 /** The flights of each instance, found by its start locks (one per instance). */
-const instanceFlights = new WeakMap<StartLocks, Flights<StartSuggestionResponse>>();
+const instanceFlights = new WeakMap<StartLocks, Flights<StartFlight>>();
+
+/** The first step again with a lock taken after waiting; the lock released unless taken. */
+async function beginAgain(
+  begin: (token: string) => Promise<StartBegun>,
+  lock: HeldStartLock,
+): Promise<StartBegun> {
+  const again = await begin(lock.token).catch(async (err: unknown) => {
+    await lock.release("released").catch(() => false);
+    throw err;
+  });
+  if (!again.taken) await lock.release("released").catch(() => false);
+  return again;
+}
+
+/**
+ * The permission is checked before the options can be fixed (beginStart): against the
+ * remote host's session, or the embedded host's, read first only when one is chosen.
+ */
+async function checkPermissionFirst(
+  deps: StartSuggestionDeps,
+  sessionId: string,
+  chosen: ChosenOptions,
+  remote: Session | undefined,
+): Promise<void> {
+  if (chosen.permission === Permission.UNSPECIFIED) return;
+  const session = remote ?? (await hostCall(async () => deps.embeddedHost?.findSession(sessionId)));
+  checkPermission(chosen, session);
+}
+
+/** The chosen permission refused when it is above the session's; nothing when no session. */
+function checkPermission(chosen: ChosenOptions, session: Session | undefined): void {
+  if (session === undefined) return;
+  const above = permissionAbove(chosen.permission, session.settings?.permission ?? 0);
+  if (above !== undefined) throw new ConnectError(above, Code.InvalidArgument);
+}
 
 /**
  * One Start, as the design orders it (see `startSuggestion`). The first step is one
@@ -90,23 +158,29 @@ async function startOnce(
   deps: StartSuggestionDeps,
   sessionId: string,
   suggestionId: string,
-): Promise<StartSuggestionResponse> {
+  chosen: ChosenOptions,
+): Promise<StartFlight> {
   const locks = deps.startLocks;
   const until = Date.now() + locks.maxWaitMs;
   const { embeddedHost } = deps;
   const remote =
     embeddedHost === undefined ? await offeringSession(deps, sessionId, suggestionId) : undefined;
+  await checkPermissionFirst(deps, sessionId, chosen, remote);
   const token = newLockToken();
-  const begun = await storeCall(() =>
-    beginStart(
-      deps.store,
-      sessionId,
-      suggestionId,
-      { token, ttlMs: locks.settings.ttlMs },
-      remote === undefined,
-    ),
-  );
+  const begin = (lockToken: string) =>
+    storeCall(() =>
+      beginStart(
+        deps.store,
+        sessionId,
+        suggestionId,
+        { token: lockToken, ttlMs: locks.settings.ttlMs },
+        remote === undefined,
+        chosen,
+      ),
+    );
+  const begun = await begin(token);
   let lock = begun.taken ? locks.held(sessionId, suggestionId, token) : undefined;
+  let fixed = begun.options;
   let session: Session;
   let suggestion: Suggestion;
   try {
@@ -120,13 +194,17 @@ async function startOnce(
     await lock?.release("released").catch(() => false);
     throw err;
   }
+  const flight = (response: StartSuggestionResponse): StartFlight => ({
+    response,
+    inherited: session.settings?.permission ?? Permission.UNSPECIFIED,
+  });
   let briefPosted = false;
   for (;;) {
     if (suggestion.state === SuggestionState.STARTED) {
       // A repeated Start, or one that waited: the same chat, and the brief made sure of
       // (an idempotent post), unless the holder just said it posted it.
       if (!briefPosted) await postBrief(deps.host, suggestion, suggestion.chatId);
-      return startResponse(suggestion);
+      return flight(startResponse(suggestion));
     }
     if (suggestion.state !== SuggestionState.OPEN) {
       // The first step takes the lock only for an open offer: none is held here.
@@ -136,10 +214,16 @@ async function startOnce(
         state: suggestion.state,
       });
     }
-    if (lock !== undefined) return startHeld(deps, session, suggestion, lock);
+    if (lock !== undefined && fixed !== undefined) {
+      return flight(await startHeld(deps, session, suggestion, lock, fixed));
+    }
     const turn = await storeCall(() => locks.take(sessionId, suggestionId, { until }));
     if (turn.kind === "held") {
-      lock = turn.lock;
+      // Taken after waiting (the holder went away): begun again with it, which reads the
+      // offer as it stands now and fixes the options, or finds an earlier holder's.
+      const again = await beginAgain(begin, turn.lock);
+      suggestion = foundSuggestion(again.suggestion, suggestionId);
+      if (again.taken) [lock, fixed] = [turn.lock, again.options];
       continue;
     }
     if (turn.kind === "lapsed" && Date.now() >= until) {
@@ -168,13 +252,14 @@ async function startHeld(
   session: Session,
   suggestion: Suggestion,
   lock: HeldStartLock,
+  fixed: ChosenOptions,
 ): Promise<StartSuggestionResponse> {
   const { sessionId, id: suggestionId } = suggestion;
   const chatRequest = {
     idempotencyKey: startIdempotencyKeys(sessionId, suggestionId).chat,
     workspaceId: session.workspaceId,
     title: suggestion.title,
-    settings: startedChatSettings(session.settings),
+    settings: startedChatSettings(session.settings, fixed),
     origin: { sessionId, suggestionId },
   };
   try {
@@ -183,7 +268,7 @@ async function startHeld(
       // The three steps in the design's order, as one script (lua/settleStartEmbedded-9.lua).
       const chat = deps.embeddedHost.chatWrite(chatRequest);
       const { write: brief } = deps.embeddedHost.messageWrite(
-        briefRequest(suggestion, chat.chatId),
+        briefRequest(suggestion, chat.chatId, fixed.brief),
       );
       settled = await storeCall(() =>
         settleStart(deps.store, sessionId, suggestionId, { chat, brief }, lock.token),

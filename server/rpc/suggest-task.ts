@@ -13,7 +13,7 @@ import {
   SuggestTaskResponseSchema,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { isValidId } from "../domain/ids.js";
-import { type Refusal, successLine } from "../domain/refusals.js";
+import { normalizedTitle, type Refusal, successLine } from "../domain/refusals.js";
 import { suggestTaskTool, type ToolSpec } from "../domain/tool-declaration.js";
 import { checkToolFields } from "../domain/tool-fields.js";
 import type { ChatHost } from "../host/chat-host.js";
@@ -58,8 +58,10 @@ export function checkArgs(
 
 /**
  * The suggest_task tool. Request shape first (INVALID_ARGUMENT), then the design's eight
- * checks in order, the first that fails answering with the reference's refusal; checks
- * 5 to 7 and the append are one atomic script (lua/offer-3.lua).
+ * checks in order, the first that fails answering with the reference's refusal, then
+ * the duplicate check last (ALREADY_EXISTS); checks 5 to 7, the duplicate check and the
+ * append are one atomic script (lua/offer-3.lua), which compares the normalized title
+ * made here.
  */
 export async function suggestTask(
   deps: SuggestTaskDeps,
@@ -92,7 +94,13 @@ export async function suggestTask(
   try {
     outcome = await deps.store.offer(
       sessionId,
-      { id: (deps.newId ?? randomUUID)(), turnId, toolCallId, ...trimmed },
+      {
+        id: (deps.newId ?? randomUUID)(),
+        turnId,
+        toolCallId,
+        ...trimmed,
+        normalizedTitle: normalizedTitle(trimmed.title),
+      },
       refusal !== undefined,
       // A workspace id the host should never give is recorded as none, not made a key.
       isValidId(session.workspaceId) ? session.workspaceId : "",
@@ -109,6 +117,10 @@ export async function suggestTask(
       throw refusalError({ reason: RefusalReason.TURN_LIMIT });
     case "quota-ok":
       throw refusalError(refusal ?? { reason: RefusalReason.NO_OPEN_TURN });
+    case "duplicate-open":
+      throw refusalError({ reason: RefusalReason.DUPLICATE_OPEN, title: trimmed.title });
+    case "duplicate-dismissed":
+      throw refusalError({ reason: RefusalReason.DUPLICATE_DISMISSED, title: trimmed.title });
     case "recorded":
     case "duplicate":
       return create(SuggestTaskResponseSchema, {

@@ -99,6 +99,7 @@ function foldInto(
 function freezeSuggestion(suggestion: Suggestion): void {
   if (suggestion.offeredAt) Object.freeze(suggestion.offeredAt);
   if (suggestion.settledAt) Object.freeze(suggestion.settledAt);
+  if (suggestion.startOptions) Object.freeze(suggestion.startOptions);
   Object.freeze(suggestion);
 }
 

@@ -1,5 +1,6 @@
 import type { Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import { type DismissalChoice, dismissReasonWord } from "../domain/dismissal.js";
 import { offeredSuggestion, parseEntries } from "../domain/fold.js";
 import { LIFETIME_LIMIT, OPEN_LIMIT } from "../domain/limits.js";
 import { type Outcome, STANDING_WORDS } from "../domain/settlement.js";
@@ -21,12 +22,26 @@ export interface NewOffer {
   readonly title: string;
   readonly tldr: string;
   readonly brief: string;
+  /**
+   * The title as the duplicate check compares it (domain/refusals.ts `normalizedTitle`,
+   * made once by the tool); left out, the offer is not checked for a duplicate and its
+   * record keeps none.
+   */
+  readonly normalizedTitle?: string;
 }
 
 /** What the atomic offer step answered; mirrors the status codes of lua/offer-3.lua. */
 export type OfferOutcome =
   | { readonly kind: "recorded" | "duplicate"; readonly suggestion: Suggestion }
-  | { readonly kind: "lifetime-limit" | "open-limit" | "turn-limit" | "quota-ok" };
+  | {
+      readonly kind:
+        | "lifetime-limit"
+        | "open-limit"
+        | "turn-limit"
+        | "quota-ok"
+        | "duplicate-open"
+        | "duplicate-dismissed";
+    };
 
 /** The status codes of lua/offer-3.lua. */
 enum OfferStatus {
@@ -37,6 +52,8 @@ enum OfferStatus {
   TurnLimit = 4,
   Checked = 5,
   Fenced = 6,
+  DuplicateOpen = 7,
+  DuplicateDismissed = 8,
 }
 
 /** What the atomic settle step answered; mirrors the status codes of lua/settle-3.lua. */
@@ -52,7 +69,8 @@ const SETTLE_KINDS = ["recorded", "already", "not-found", "not-open", "open-limi
 
 /**
  * The ARGV of lua/settle-3.lua: the workspace channel's parts let it tell the inbox
- * (empty ones, `workspaceChannelParts(false)`, when the caller tells it).
+ * (empty ones, `workspaceChannelParts(false)`, when the caller tells it); then the
+ * retention (ARGV 9) and a person's dismissal's reason word and note (ARGV 10 and 11).
  */
 export function settleArgs(
   suggestionId: string,
@@ -62,12 +80,15 @@ export function settleArgs(
   tokenWorkspace = "",
   channel: readonly [string, string] = WORKSPACE_CHANNEL_PARTS,
   retentionMs = 0,
+  dismissal?: DismissalChoice,
 ) {
-  const retention = retentionMs > 0 ? [String(retentionMs)] : [];
-  return [
+  const argv = [
     ...[suggestionId, outcome, chatId, String(OPEN_LIMIT), token, ...channel, tokenWorkspace],
-    ...retention,
   ];
+  const dismissed = dismissal !== undefined && outcome === "dismissed";
+  if (retentionMs > 0 || dismissed) argv.push(String(retentionMs));
+  if (dismissed) argv.push(dismissReasonWord(dismissal.reason), dismissal.note);
+  return argv;
 }
 
 /** Reads the reply of lua/settle-3.lua; status 5 (the inbox fenced the token) as `Fenced`. */
@@ -96,11 +117,10 @@ export function offerArgs(
   tellInScript = true,
   retentionMs = 0,
 ): string[] {
-  // ARGV[13], the retention, comes after the inbox's three (empty without a workspace).
+  // Without a workspace its three arguments are sent empty, so the retention comes 13th
+  // and the normalized title 14th.
   const channel = tellInScript ? workspaceKeys(workspaceId).changes : "";
-  const inbox =
-    workspaceId !== "" ? [workspaceId, token, channel] : retentionMs > 0 ? ["", "", ""] : [];
-  const retention = retentionMs > 0 ? [String(retentionMs)] : [];
+  const inbox = workspaceId === "" ? ["", "", ""] : [workspaceId, token, channel];
   return [
     offer.id,
     offer.turnId,
@@ -112,7 +132,8 @@ export function offerArgs(
     String(LIFETIME_LIMIT),
     String(OPEN_LIMIT),
     ...inbox,
-    ...retention,
+    String(retentionMs),
+    offer.normalizedTitle ?? "",
   ];
 }
 
@@ -141,6 +162,10 @@ export function offerOutcome(
       return { kind: "quota-ok" };
     case OfferStatus.Fenced:
       return { fenced: Number(reply[1]), workspaceId };
+    case OfferStatus.DuplicateOpen:
+      return { kind: "duplicate-open" };
+    case OfferStatus.DuplicateDismissed:
+      return { kind: "duplicate-dismissed" };
     default:
       throw new Error(`offer script answered an unknown status ${String(reply[0])}`);
   }

@@ -210,14 +210,17 @@ declare module "ioredis" {
       suggestionId: string,
       have: string,
     ): Result<ScriptReply, Context>;
-    /** lua/beginStart-4.lua: `{ session record in hex, taken, readSuggestion-2.lua's reply }`. */
+    /**
+     * lua/beginStart-4.lua: `{ session record in hex, taken, readSuggestion-2.lua's reply,
+     * the fixed options' record fields }`.
+     */
     beginStart(
       log: string,
       projection: string,
       lock: string,
       hostSession: string,
       ...argv: string[]
-    ): Result<[string, number, ScriptReply], Context>;
+    ): Result<[string, number, ScriptReply, string[]], Context>;
     /** lua/settleStart-5.lua: `{ settle-3.lua's reply, readSuggestion-2.lua's reply, held }`. */
     settleStart(
       log: string,

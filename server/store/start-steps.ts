@@ -1,4 +1,6 @@
 import type { Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import { parseEntries } from "../domain/fold.js";
+import { type ChosenOptions, chosenOf, NO_OPTIONS, optionFields } from "../domain/start-options.js";
 import { callAppend } from "./inbox-token.js";
 import { type HostKeys, hostKeys, sessionKeys, startLockKey, startResultChannel } from "./keys.js";
 import { type SettleOutcome, settleArgs } from "./script-replies.js";
@@ -17,13 +19,20 @@ export interface StartBegun {
   readonly suggestion: Suggestion | undefined;
   /** The start lock was taken with the caller's token (the offer was open and the lock free). */
   readonly taken: boolean;
+  /**
+   * With the lock taken: the options the Start is fixed with, those of the offer's
+   * first `starting` record (the caller's, appended now, or an earlier holder's).
+   */
+  readonly options: ChosenOptions | undefined;
 }
 
 /**
  * StartSuggestion's first step as one script (lua/beginStart-4.lua): the suggestion,
  * read as `SuggestionStore.suggestion` reads it, and its start lock taken with `token`
- * when the offer is open; with `hostSession`, the embedded host's record of the session
- * too (it lives in the session's slot).
+ * when the offer is open (or found already held with it: a caller that took the lock
+ * after waiting begins again); with `hostSession`, the embedded host's record of the
+ * session too (it lives in the session's slot). With the lock, the Start's options are
+ * fixed: the caller's `options`, unless an earlier holder fixed its own.
  */
 export async function beginStart(
   store: SuggestionStore,
@@ -31,14 +40,16 @@ export async function beginStart(
   suggestionId: string,
   lock: { readonly token: string; readonly ttlMs: number },
   hostSession: boolean,
+  options: ChosenOptions = NO_OPTIONS,
 ): Promise<StartBegun> {
   const keys = sessionKeys(sessionId);
-  const [record, taken, read] = await store.redis.beginStart(
+  const [record, taken, read, fixed] = await store.redis.beginStart(
     keys.log,
     keys.projection,
     startLockKey(sessionId, suggestionId),
     hostKeys(sessionId).session,
     ...[suggestionId, "", lock.token, String(lock.ttlMs), hostSession ? "1" : ""],
+    ...optionFields(options),
   );
   const suggestion = store.cache.one(sessionId, suggestionId, undefined, read) ?? undefined;
   const sessionRecord = !hostSession
@@ -46,7 +57,13 @@ export async function beginStart(
     : record === ""
       ? null
       : Buffer.from(record, "hex");
-  return { sessionRecord, suggestion, taken: taken === 1 };
+  const fields = parseEntries([["0-0", (fixed ?? []) as string[]]])[0]?.fields ?? {};
+  return {
+    sessionRecord,
+    suggestion,
+    taken: taken === 1,
+    options: taken === 1 ? chosenOf(fields) : undefined,
+  };
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { ChainableCommander, Cluster, Redis } from "ioredis";
 import type { Settlement, Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import type { DismissalChoice } from "../domain/dismissal.js";
 import { type LogRecord, parseEntries, type SuggestionLists } from "../domain/fold.js";
 import type { Outcome } from "../domain/settlement.js";
 import { confirmAfter } from "../redis/write-confirm.js";
@@ -230,7 +231,8 @@ export class SuggestionStore {
   }
 
   /**
-   * `settle`, and the suggestion as it stands right after it, in one script
+   * `settle`, and the suggestion as it stands right after it, in one script; a person's
+   * dismissal may carry a reason and a note (`dismissal`), recorded with it;
    * (lua/settleAndRead-3.lua: settle-3.lua, then readSuggestion-2.lua): as
    * `settleAndList`, reading only that suggestion's records, in one round trip (two
    * more when the offer's workspace inbox must be told first, as for `settle`).
@@ -240,6 +242,7 @@ export class SuggestionStore {
     suggestionId: string,
     outcome: Outcome,
     chatId = "",
+    dismissal?: DismissalChoice,
   ): Promise<{ readonly outcome: SettleOutcome; readonly suggestion: Suggestion | undefined }> {
     const keys = sessionKeys(sessionId);
     return this.announcedSettle(sessionId, suggestionId, async (at) => {
@@ -255,6 +258,8 @@ export class SuggestionStore {
           at.workspace,
           this.inbox.channelParts,
           this.retentionMs,
+          dismissal,
+          dismissal,
         ),
         at,
       );

@@ -125,7 +125,10 @@ describe("a host that fails", () => {
     );
     expect(Code[err.code]).toBe("Unavailable");
     expect(err.rawMessage).toBe("the chat host is unavailable");
-    expect((await logRecords(embedded.redis, sessionId)).map((r) => r.type)).toEqual(["offered"]);
+    expect((await logRecords(embedded.redis, sessionId)).map((r) => r.type)).toEqual([
+      "offered",
+      "starting",
+    ]);
     expect(await embedded.redis.exists(startLockKey(sessionId, suggestionId))).toBe(0);
   }
 

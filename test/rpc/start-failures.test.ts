@@ -100,7 +100,10 @@ describe("the failure codes", () => {
       WorkspaceMissingReason.NO_WORKSPACE,
       `session "${sessionId}" belongs to no workspace`,
     );
-    expect((await logRecords(t.redis, sessionId)).map((r) => r.type)).toEqual(["offered"]);
+    expect((await logRecords(t.redis, sessionId)).map((r) => r.type)).toEqual([
+      "offered",
+      "starting",
+    ]);
   });
 
   test("workspace-missing: a session in a scheduled task's folder", async () => {
@@ -112,7 +115,10 @@ describe("the failure codes", () => {
       WorkspaceMissingReason.SCHEDULED_TASK_FOLDER,
       `session "${sessionId}" runs in a scheduled task's folder`,
     );
-    expect((await logRecords(t.redis, sessionId)).map((r) => r.type)).toEqual(["offered"]);
+    expect((await logRecords(t.redis, sessionId)).map((r) => r.type)).toEqual([
+      "offered",
+      "starting",
+    ]);
   });
 
   test("workspace-missing: an offer whose session the host no longer knows", async () => {

@@ -103,6 +103,7 @@ test("dismissed while its chat is being created: stays dismissed, no brief, not-
   expect(now).toMatchObject({ state: SuggestionState.DISMISSED, chatId: "" });
   expect((await logRecords(one.redis, sessionId)).map((r) => r.outcome ?? r.type)).toEqual([
     "offered",
+    "starting",
     "dismissed",
   ]);
   expect((await testHost.clients.local.getChat({ chatId })).chat?.messages).toEqual([]);
@@ -162,7 +163,10 @@ test("the `started` step's inbox announcement is made while CreateChat is still 
     token = Number(await one.redis.hget(chats, `t:${sessionId}`));
   }
   expect(token).toBeGreaterThan(offerToken);
-  expect((await logRecords(one.redis, sessionId)).map((r) => r.type)).toEqual(["offered"]);
+  expect((await logRecords(one.redis, sessionId)).map((r) => r.type)).toEqual([
+    "offered",
+    "starting",
+  ]);
   release.open();
   const { chatId, suggestion } = await start;
   expect(suggestion?.state).toBe(SuggestionState.STARTED);

@@ -70,6 +70,7 @@ describe("a recorded offer", () => {
         brief: "Find why login.test.ts fails intermittently and fix it.",
         time: expect.stringMatching(/^\d{13}$/),
         ws: "ws-1",
+        nt: "fix the flaky login test",
       },
     ]);
   });

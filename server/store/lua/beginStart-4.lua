@@ -16,14 +16,25 @@
   ARGV[3] token       the caller's random lock token
   ARGV[4] lifetime    the lock's lifetime in ms
   ARGV[5] '1': read the host's session record; '': the host is remote, leave it
+  ARGV[6..] the caller's start options as record fields (`model`, `perm`, `brief`, each
+          only when chosen; domain/start-options.ts `optionFields`)
 
-  Result: { session, taken, read }
+  When the lock is taken and the offer has no `starting` record yet, one is appended
+  with the caller's options (not told to watchers: the lists do not change): the
+  options are fixed before the chat is created, so a later holder (this one stalled
+  past its lock, or crashed after CreateChat) creates, records and posts with the same
+  ones, and the first Start's options win.
+
+  Result: { session, taken, read, options }
     session  the session record in hex; '' when absent or not asked
-    taken    1 when the lock was taken for the caller; 0 when the offer is not open or
-             another caller holds the lock
+    taken    1 when the lock was taken for the caller (or was the caller's already);
+             0 when the offer is not open or another caller holds the lock
     read     readSuggestion-2.lua's reply { version, offer, settlement }
+    options  with the lock taken: the fields of the offer's first `starting` record
+             (the one appended now, or an earlier holder's); else {}
 ]]
 --- @include "locks"
+--- @include "projection"
 
 local function read()
 --- @script "readSuggestion-2"
@@ -31,8 +42,34 @@ end
 
 local suggestion = read()
 local taken = 0
-if redis.call('HGET', KEYS[2], 's:' .. ARGV[1]) == 'open' and takeLock(KEYS[3], ARGV[3], ARGV[4]) then
+-- Taken now, or already the caller's (it took the lock after waiting, and begins again).
+local function lockFor(token)
+  return takeLock(KEYS[3], token, ARGV[4]) or redis.call('GET', KEYS[3]) == token
+end
+if redis.call('HGET', KEYS[2], 's:' .. ARGV[1]) == 'open' and lockFor(ARGV[3]) then
   taken = 1
+end
+local options = {}
+if taken == 1 then
+  local starting = redis.call('HGET', KEYS[2], 'o:' .. ARGV[1])
+  if starting then
+    local entry = redis.call('XRANGE', KEYS[1], starting, starting)[1]
+    options = entry and entry[2] or {}
+  else
+    local record = { 'type', 'starting', 'id', ARGV[1] }
+    for i = 6, #ARGV do
+      record[#record + 1] = ARGV[i]
+    end
+    record[#record + 1] = 'time'
+    record[#record + 1] = nowMs()
+    -- Caught up by the read above, and nothing came between (one script).
+    local fold = catchUp(KEYS[1], KEYS[2])
+    local entryId = redis.call('XADD', KEYS[1], '*', unpack(record))
+    applyRecord(KEYS[2], entryId, recordFields(record), fold)
+    fold.m = fold.m + 1
+    seal(KEYS[1], KEYS[2], entryId, fold)
+    options = record
+  end
 end
 local session = ''
 if ARGV[5] == '1' then
@@ -43,4 +80,4 @@ if ARGV[5] == '1' then
     end)
   end
 end
-return { session, taken, suggestion }
+return { session, taken, suggestion, options }

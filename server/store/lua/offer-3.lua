@@ -21,6 +21,8 @@
   ARGV[12] channel    the workspace's shard channel, told after the append ('': the
                       caller tells it, as on a cluster, where it lives on another node)
   ARGV[13] retention  (optional) ms each key of the chat lives after a write (0: forever)
+  ARGV[14] normalized title (trimmed, lower-cased, inner white space collapsed: made by
+                      the service, compared here as given; '' or absent: not compared)
 
   Result: { status, id, entry id, fields of the offer record... }
     0 OK          recorded now
@@ -32,6 +34,9 @@
     5 CHECKED     mode 'check' and the quotas allow an offer
     6 FENCED      { 6, fence }: an inbox read passed the token; nothing recorded,
                   announce again above the fence and repeat
+    7 DUP_OPEN    an open offer of the chat has the normalized title (checked last)
+    8 DUP_DISMISSED  an offer the person dismissed has it (one the agent withdrew
+                  does not count)
 ]]
 --- @announced 11
 --- @include "projection"
@@ -71,6 +76,36 @@ if ARGV[7] == 'check' then
   return { 5 }
 end
 
+-- Last of the checks: the title of an open offer, or of one the person dismissed.
+local nt = ARGV[14] or ''
+if nt ~= '' and fold.n > 0 then
+  local order = {}
+  for i = 1, fold.n do
+    order[i] = 'i:' .. i
+  end
+  local refs = {}
+  for _, other in ipairs(hmget(proj, order)) do
+    refs[#refs + 1] = 'u:' .. other
+    refs[#refs + 1] = 's:' .. other
+    refs[#refs + 1] = 'x:' .. other
+  end
+  local f = hmget(proj, refs)
+  local dismissed = false
+  for i = 1, #refs, 3 do
+    if f[i] == nt then
+      if f[i + 1] == 'open' then
+        return { 7 }
+      end
+      if f[i + 1] == 'dismissed' and not f[i + 2] then
+        dismissed = true
+      end
+    end
+  end
+  if dismissed then
+    return { 8 }
+  end
+end
+
 local ws = ARGV[10] or ''
 if ws ~= '' and ARGV[11] then
   local fence = inboxFence(proj, ws)
@@ -83,6 +118,10 @@ local record = {
   'type', 'offered', 'id', id, 'turn', turn, 'call', call,
   'title', ARGV[4], 'tldr', ARGV[5], 'brief', ARGV[6], 'time', nowMs(),
 }
+if nt ~= '' then
+  record[#record + 1] = 'nt'
+  record[#record + 1] = nt
+end
 if ws ~= '' then
   record[#record + 1] = 'ws'
   record[#record + 1] = ws

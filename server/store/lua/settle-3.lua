@@ -21,6 +21,13 @@
                       of another workspace is no token
   ARGV[9]             (optional) retention: ms each key of the chat lives after a write
                       (0: forever)
+  ARGV[10], ARGV[11] (optional, read for dismissed only) the person's reason (its word:
+                      not_wanted, already_done, duplicate, other) and note, each '' for
+                      none; the start scripts put arguments of their own here
+
+  A `started` record carries the options of the offer's first `starting` record
+  (projection `o:<id>`, written by lua/beginStart-4.lua), copied from the log: the
+  options the new chat was created with.
 
   Result: { status, standing, chat id }, standing being the offer's after the call
     0 RECORDED   the settlement was appended
@@ -84,6 +91,26 @@ local record = { 'type', 'settled', 'id', id, 'outcome', outcome }
 if outcome == 'started' then
   record[#record + 1] = 'chat'
   record[#record + 1] = chat
+  local starting = redis.call('HGET', proj, 'o:' .. id)
+  local options = starting and redis.call('XRANGE', log, starting, starting)[1]
+  if options then
+    local f = recordFields(options[2])
+    for _, name in ipairs({ 'model', 'perm', 'brief' }) do
+      if f[name] then
+        record[#record + 1] = name
+        record[#record + 1] = f[name]
+      end
+    end
+  end
+elseif outcome == 'dismissed' then
+  if ARGV[10] and ARGV[10] ~= '' then
+    record[#record + 1] = 'why'
+    record[#record + 1] = ARGV[10]
+  end
+  if ARGV[11] and ARGV[11] ~= '' then
+    record[#record + 1] = 'note'
+    record[#record + 1] = ARGV[11]
+  end
 end
 -- Every settlement of this script is the person's, through the app's RPCs.
 record[#record + 1] = 'by'

@@ -30,6 +30,13 @@
     k:<id>        chat id of a started offer
     t:<turn_id>   id of the first offer of that turn
     c:<call_id>   id of the offer that tool call recorded
+    u:<id>        the offer's normalized title (its record's `nt`: trimmed, lower-cased,
+                  inner white space collapsed, computed by the service); absent for an
+                  offer recorded before the field existed, which no title repeats
+    x:<id>        present while the offer stands dismissed by the agent (withdrawn):
+                  a title that repeats it is no duplicate
+    o:<id>        stream id of the offer's first `starting` record: the options its
+                  Start was fixed with (lua/beginStart-4.lua), whichever Start comes later
     w:<call_id>   stream id of the settlement that withdraw_suggestion call recorded
     r:<entry id>  present for each `settled` record the fold did not accept (it names
                   no offer yet, or does not fit its standing): every other `settled`
@@ -48,7 +55,7 @@
 
 -- Bumped whenever the fields above change meaning, so that a projection written by an
 -- older version is folded again from the stream rather than read wrongly.
-local PROJECTION_FORMAT = '6'
+local PROJECTION_FORMAT = '7'
 
 -- How many offers' ids `intact` reads with the head (i:1 to i:10).
 local HEAD_OFFERS = 10
@@ -84,6 +91,11 @@ local function applyRecord(proj, entryId, f, fold, new)
     local fields = {
       's:' .. id, 'open', 'e:' .. id, entryId, 'i:' .. fold.n, id, 'n', fold.n, 'open', fold.open,
     }
+    local nt = f['nt']
+    if nt ~= nil and nt ~= '' then
+      fields[#fields + 1] = 'u:' .. id
+      fields[#fields + 1] = nt
+    end
     local turn, call = f['turn'] or '', f['call'] or ''
     if new then
       -- The first offer of its turn and of its tool call: the script checked both.
@@ -114,6 +126,10 @@ local function applyRecord(proj, entryId, f, fold, new)
         fields[#fields + 1] = 'k:' .. id
         fields[#fields + 1] = f['chat'] or ''
       end
+      if outcome == 'dismissed' and f['by'] == 'agent' then
+        fields[#fields + 1] = 'x:' .. id
+        fields[#fields + 1] = '1'
+      end
       redis.call('HSET', proj, unpack(fields))
       local call = f['call']
       if f['by'] == 'agent' and call ~= nil and call ~= '' then
@@ -123,10 +139,15 @@ local function applyRecord(proj, entryId, f, fold, new)
     elseif state == 'dismissed' and outcome == 'restored' then
       fold.open = fold.open + 1
       redis.call('HSET', proj, 's:' .. id, 'open', 'open', fold.open)
-      redis.call('HDEL', proj, 'a:' .. id)
+      redis.call('HDEL', proj, 'a:' .. id, 'x:' .. id)
       return true
     end
     redis.call('HSET', proj, 'r:' .. entryId, '1')
+  elseif f['type'] == 'starting' then
+    -- The first Start's options of an open offer; later ones change nothing.
+    if redis.call('HGET', proj, 's:' .. id) == 'open' then
+      redis.call('HSETNX', proj, 'o:' .. id, entryId)
+    end
   end
   return false
 end
