@@ -259,7 +259,6 @@ export class SuggestionStore {
           this.inbox.channelParts,
           this.retentionMs,
           dismissal,
-          dismissal,
         ),
         at,
       );
