@@ -303,14 +303,7 @@ export function configFromEnv(env: Env, openFileLimit?: number): ServiceConfig {
     maxTimeoutMs: integer(env, "MAX_DEADLINE_MS", defaultConfig.maxTimeoutMs, 1, 3_600_000),
     shutdownGraceMs: integer(env, "SHUTDOWN_GRACE_MS", defaultConfig.shutdownGraceMs, 0, 600_000),
     shutdownDelayMs: integer(env, "SHUTDOWN_DELAY_MS", defaultConfig.shutdownDelayMs, 0, 600_000),
-    redisWaitReplicas: integer(env, "REDIS_WAIT_REPLICAS", defaultConfig.redisWaitReplicas, 0, 16),
-    redisWaitTimeoutMs: integer(
-      env,
-      "REDIS_WAIT_TIMEOUT_MS",
-      defaultConfig.redisWaitTimeoutMs,
-      1,
-      60_000,
-    ),
+    ...redisWait(env),
     startLockTtlMs: integer(env, "START_LOCK_TTL_MS", defaultConfig.startLockTtlMs, 50, 600_000),
     retentionDays:
       env.RETENTION_DAYS === undefined || env.RETENTION_DAYS === ""
@@ -331,6 +324,20 @@ export function configFromEnv(env: Env, openFileLimit?: number): ServiceConfig {
       600_000,
     ),
     ...clientLimits(env, openFileLimit),
+  };
+}
+
+/** REDIS_WAIT_REPLICAS and REDIS_WAIT_TIMEOUT_MS: how many replicas confirm each write. */
+function redisWait(env: Env): Pick<ServiceConfig, "redisWaitReplicas" | "redisWaitTimeoutMs"> {
+  return {
+    redisWaitReplicas: integer(env, "REDIS_WAIT_REPLICAS", defaultConfig.redisWaitReplicas, 0, 16),
+    redisWaitTimeoutMs: integer(
+      env,
+      "REDIS_WAIT_TIMEOUT_MS",
+      defaultConfig.redisWaitTimeoutMs,
+      1,
+      60_000,
+    ),
   };
 }
 

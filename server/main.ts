@@ -61,10 +61,8 @@ async function main(): Promise<void> {
       const tookOver = await stopLeftRedis(config.dataDir, dir, socketPathIn(dir));
       if (tookOver !== undefined) console.log(`suggest-task: ${tookOver}`);
       lock = lockDataDir(config.dataDir);
-      // The service talks to it over a Unix socket when its path fits one (cheaper than
-      // loopback TCP; docs/performance.md), and over TCP otherwise.
-      // On its socket alone (permissions 700) when the path fits one: no TCP port that
-      // another local user could reach.
+      // On its socket alone (permissions 700) when the path fits one: cheaper than
+      // loopback TCP (docs/performance.md), and no TCP port another local user could reach.
       privateRedis = await startRedisServer({
         dir,
         unixSocket: socketPathIn(dir),
@@ -79,6 +77,27 @@ async function main(): Promise<void> {
     await release();
     throw explained(err, config);
   }
+  console.log(startupLine(config, server, privateRedis, redisUrl, tracing !== undefined));
+
+  const stop = async (signal: string) => {
+    console.log(`${signal}: shutting down`);
+    await server.close();
+    await release();
+    await tracing?.shutdown().catch(() => undefined);
+    process.exit(0);
+  };
+  process.once("SIGINT", () => void stop("SIGINT"));
+  process.once("SIGTERM", () => void stop("SIGTERM"));
+}
+
+/** The one line `npm start` prints: where it listens, its Redis, its host, its page. */
+function startupLine(
+  config: ServiceConfig,
+  server: SuggestServer,
+  privateRedis: RedisServerProcess | undefined,
+  redisUrl: string,
+  tracing: boolean,
+): string {
   const parts = [
     authSummary(config),
     ...(server.metricsUrl ? [`metrics at ${server.metricsUrl}/metrics`] : []),
@@ -94,17 +113,7 @@ async function main(): Promise<void> {
       ? `inspector page at ${server.url}/`
       : `inspector page not built (run npm run build; ${config.inspectorDir} has no index.html)`,
   ];
-  console.log(parts.join("; "));
-
-  const stop = async (signal: string) => {
-    console.log(`${signal}: shutting down`);
-    await server.close();
-    await release();
-    await tracing?.shutdown().catch(() => undefined);
-    process.exit(0);
-  };
-  process.once("SIGINT", () => void stop("SIGINT"));
-  process.once("SIGTERM", () => void stop("SIGTERM"));
+  return parts.join("; ");
 }
 
 /** The operator commands, run as `node dist/server/main.js <command>`. */

@@ -116,17 +116,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   // is encoded through Node's Buffer.
   configureProtobufText();
   const parts = createParts(settings);
-  const problem = await storeProblemAtStart(parts.redis, settings);
-  if (problem !== undefined) {
-    await closeParts(parts);
-    throw new ConfigError(problem);
-  }
-  if (parts.singleRedisScripts && (await clusterEnabled(parts.redis)) === true) {
-    await closeParts(parts);
-    throw new ConfigError(
-      `SINGLE_REDIS_SCRIPTS is for a single Redis, and ${redact(settings.redisUrl)} is cluster-enabled (its scripts would be refused with CROSSSLOT); unset SINGLE_REDIS_SCRIPTS, or name a cluster as redis+cluster://`,
-    );
-  }
+  await refuseUnfitStore(parts, settings);
   const shutdown = new AbortController();
   // Every call in flight (each watcher, too) listens to it until it ends.
   setMaxListeners(0, shutdown.signal);
@@ -190,6 +180,25 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
     ...{ readiness, watchers, close },
     ...(metrics === undefined ? {} : { metricsUrl: `http://${hostInUrl}:${metrics.port}` }),
   };
+}
+
+/**
+ * Stops the start, closing what `createParts` opened, on a Redis the service must not
+ * run on: an evicting policy, too few replicas (redis/store-checks.ts), or
+ * SINGLE_REDIS_SCRIPTS on a cluster-enabled Redis.
+ */
+async function refuseUnfitStore(parts: Parts, settings: ServerSettings): Promise<void> {
+  const problem = await storeProblemAtStart(parts.redis, settings);
+  if (problem !== undefined) {
+    await closeParts(parts);
+    throw new ConfigError(problem);
+  }
+  if (parts.singleRedisScripts && (await clusterEnabled(parts.redis)) === true) {
+    await closeParts(parts);
+    throw new ConfigError(
+      `SINGLE_REDIS_SCRIPTS is for a single Redis, and ${redact(settings.redisUrl)} is cluster-enabled (its scripts would be refused with CROSSSLOT); unset SINGLE_REDIS_SCRIPTS, or name a cluster as redis+cluster://`,
+    );
+  }
 }
 
 /** Closes what `createParts` opened: the watchers, Redis, the log's flushing. */
