@@ -78,9 +78,13 @@ test("killed after the chat was created, before started was recorded: a later St
   const { sessionId, suggestionId } = await offered(c);
   const chatId = await killedAfterCreateChat(c, sessionId, suggestionId);
 
-  // What the crash left: a chat without a brief, an open offer, the dead holder's lock.
+  // What the crash left: a chat without a brief, an open offer (with the options its first
+  // Start fixed, the `starting` record), the dead holder's lock.
   expect((await testHost.clients.local.getChat({ chatId })).chat?.messages).toEqual([]);
-  expect((await logRecords(survivor.redis, sessionId)).map((r) => r.type)).toEqual(["offered"]);
+  expect((await logRecords(survivor.redis, sessionId)).map((r) => r.type)).toEqual([
+    "offered",
+    "starting",
+  ]);
   expect(await survivor.redis.exists(startLockKey(sessionId, suggestionId))).toBe(1);
 
   // The later Start waits out the dead holder's lock, then finishes on the same chat.

@@ -7,7 +7,7 @@ import {
   SuggestionState,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { uniqueId } from "../support/harness.js";
-import { failureOf, logRecords } from "../support/lists.js";
+import { appendRaw, failureOf, logRecords } from "../support/lists.js";
 import { expectRefusal, refusalOf } from "../support/suggest.js";
 import {
   expectNoOpenOffer,
@@ -61,8 +61,24 @@ describe("withdraw", () => {
   });
 
   test("the newest open offer of that exact title is the one withdrawn", async () => {
-    const { sessionId, ids } = await session("Same title", "Same title", "same title");
-    const [older, newer, lower] = ids as [string, string, string];
+    // The tool refuses a second offer of one title, so the log gets them as an older
+    // writer recorded them.
+    const { sessionId } = await session("Unrelated");
+    const [older, newer, lower] = ["same-older", "same-newer", "same-lower"] as const;
+    for (const [id, title] of [
+      [older, "Same title"],
+      [newer, "Same title"],
+      [lower, "same title"],
+    ] as const) {
+      await appendRaw(t.redis, sessionId, {
+        type: "offered",
+        id,
+        turn: id,
+        title,
+        tldr: "t",
+        brief: "b",
+      });
+    }
     const first = await withdraw(t.clients, { sessionId, title: "Same title" });
     expect(first.suggestion?.id).toBe(newer);
     const second = await withdraw(t.clients, { sessionId, title: "Same title" });

@@ -75,13 +75,16 @@ export function offer(clients: Clients, input: OfferInput): Promise<SuggestTaskR
   });
 }
 
-/** Offers one suggestion (`offer`) titled `title`, and answers the suggestion recorded. */
+/**
+ * Offers one suggestion (`offer`) titled `title` (by default a title of its own, as the
+ * tool refuses a second open offer of one title), and answers the suggestion recorded.
+ */
 export async function offerOne(
   clients: Clients,
   sessionId: string,
-  title = "Follow up",
+  title?: string,
 ): Promise<Suggestion> {
-  const res = await offer(clients, { sessionId, title });
+  const res = await offer(clients, title === undefined ? { sessionId } : { sessionId, title });
   if (res.suggestion === undefined) throw new Error("SuggestTask answered no suggestion");
   return res.suggestion;
 }
