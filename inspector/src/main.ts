@@ -81,7 +81,8 @@ async function openChat(sessionId: string): Promise<void> {
   try {
     for await (const lists of clients.suggestions.watchSuggestions(
       { sessionId },
-      { signal: watch.signal },
+      // The server's own stream: the page says when it breaks and opens it again itself.
+      { signal: watch.signal, raw: true },
     )) {
       state.lists = { open: lists.open, settled: lists.settled };
       chatStatus.textContent = `Chat ${sessionId}: ${lists.open.length} open, ${lists.settled.length} settled. Live.`;
@@ -162,7 +163,7 @@ async function openInbox(workspaceId: string): Promise<void> {
   try {
     for await (const page of clients.suggestions.watchWorkspaceSuggestions(
       { workspaceId },
-      { signal: watch.signal },
+      { signal: watch.signal, raw: true },
     )) {
       inboxStatus.textContent = `Workspace ${workspaceId}: ${page.suggestions.length} open. Live.`;
       const entries = page.suggestions.map((s) => inboxEntry(s, (id) => void openChat(id)));

@@ -38,9 +38,10 @@ test("with REDIS_URL unset the service runs a private redis-server; buf curl cal
   const service = await spawnService(undefined, { DATA_DIR: data.dir });
   cleanups.push(() => service.kill("SIGKILL"));
   expect(service.output()).toMatch(/listening on http:\/\/127\.0\.0\.1:\d+ .*private redis-server/);
-  // It reaches its redis-server over the Unix socket in DATA_DIR (permissions 700).
+  // It reaches its redis-server over the Unix socket in DATA_DIR (permissions 700), the
+  // only way in: no TCP port.
   const socket = join(data.dir, "redis", "redis.sock");
-  expect(service.output()).toContain(` and unix://${socket}, data in `);
+  expect(service.output()).toContain(`private redis-server on unix://${socket}, data in `);
   expect(statSync(socket).mode & 0o777).toBe(0o700);
 
   const put = await bufCurl(service.url, "oda.suggest.v1.LocalHostService/PutSession", {
@@ -76,26 +77,24 @@ test("with REDIS_URL unset the service runs a private redis-server; buf curl cal
     },
   });
 
-  const port = Number(/redis-server on redis:\/\/127\.0\.0\.1:(\d+)/.exec(service.output())?.[1]);
-  expect(port).toBeGreaterThan(0);
-  const tcp = new Redis(port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0 });
+  const own = new Redis({ path: socket, lazyConnect: true, maxRetriesPerRequest: 0 });
   try {
-    await tcp.connect();
-    const others = ((await tcp.client("LIST")) as string)
+    await own.connect();
+    const others = ((await own.client("LIST")) as string)
       .trim()
       .split("\n")
       .filter((line) => !line.includes("cmd=client|list"));
     expect(others.length).toBeGreaterThan(0);
     for (const line of others) expect(line).toContain(`addr=${socket}:0`);
   } finally {
-    tcp.disconnect();
+    own.disconnect();
   }
 
   // SIGTERM: the server drains, stops its redis-server and exits 0; the AOF is on disk.
   expect(await service.kill("SIGTERM")).toBe(0);
   expect(existsSync(join(data.dir, "redis", "appendonlydir"))).toBe(true);
   const redisGone = await new Promise((resolve) => {
-    const socket = connect(port, "127.0.0.1");
+    const socket = connect(join(data.dir, "redis", "redis.sock"));
     socket.once("connect", () => {
       socket.destroy();
       resolve(false);

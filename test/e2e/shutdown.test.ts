@@ -24,7 +24,8 @@ function unavailableOrCode(err: unknown): Code {
 }
 
 // An offer in a chat of a workspace records it too (`ws`).
-const RECORD_FIELDS = ["type", "id", "turn", "call", "title", "tldr", "brief", "time", "ws"];
+// `nt`: the normalized title the duplicate check compares.
+const RECORD_FIELDS = ["type", "id", "turn", "call", "title", "tldr", "brief", "time", "nt", "ws"];
 
 test("SIGTERM under a steady stream of calls: each completes or is UNAVAILABLE, and it exits 0 within the grace", async () => {
   const redisServer = await ownRedis();
