@@ -1,6 +1,6 @@
 /**
  * Server CPU per delivered WatchSuggestions message with many watchers of one chat
- * (issue 16: at most 10 µs): WATCHERS streams over 4 raw node:http2 connections, then
+ * (target: at most 10 µs): WATCHERS streams over 4 raw node:http2 connections, then
  * CHANGES dismiss/restore settlements one at a time, each awaited until every watcher
  * has its message. Used by bench/h2-rows.ts.
  */

@@ -6,7 +6,7 @@ import { createRedisClient } from "../server/store/scripts.js";
 import { type NewOffer, SuggestionStore } from "../server/store/suggestion-store.js";
 
 /*
- * History independence (issue 7): a chat whose stream holds 10,000 records must list and
+ * History independence: a chat whose stream holds 10,000 records must list and
  * offer as fast as a fresh chat. Both chats hold the same 10 offers (3 open, 7 settled);
  * only the length of their streams differs.
  */

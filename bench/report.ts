@@ -1,7 +1,7 @@
 /**
  * The bench's figures as a Markdown table and a JSON file (bench/results/, git-ignored),
  * every row's server CPU read as a ratio to the grpc-js noop of the same run, beside
- * the target issue 16 sets and what limited the row. Targets are reported, never
+ * the target set for it and what limited the row. Targets are reported, never
  * enforced: timing decides no exit code. `limitOf` is pure (test/bench/report.test.ts).
  */
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -191,7 +191,7 @@ function rowLines(report: Report): string[] {
 export function markdownOf(report: Report): string {
   return [
     `Machine: ${report.machine}. Command: \`npm run bench\` (${report.settings}; took ${fixed(report.tookMs / 1_000, 0)} s).`,
-    `Every ratio is server CPU per call ÷ ${fixed(report.noopUsPerCall, 1)} µs, the grpc-js noop's (mean of its windows in this run). Targets are issue 16's; they are reported, never enforced.`,
+    `Every ratio is server CPU per call ÷ ${fixed(report.noopUsPerCall, 1)} µs, the grpc-js noop's (mean of its windows in this run). Targets are reported, never enforced.`,
     "",
     tableLine([
       "scenario",

@@ -1,6 +1,6 @@
 /**
  * The "also measured" lines of the report: each figure measured outside the load
- * windows, said in words beside issue 16's target for it. Pure.
+ * windows, said in words beside its target. Pure.
  */
 import type { FanoutFigures, StartConcurrencyFigures } from "./extras.js";
 import type { HistoryBenchResult } from "./history.js";

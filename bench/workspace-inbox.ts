@@ -1,5 +1,5 @@
 /**
- * The workspace inbox (issue 15): a workspace of 10,000 chats holding 3,000 open
+ * The workspace inbox: a workspace of 10,000 chats holding 3,000 open
  * suggestions. Measures the server's CPU per call (from /proc) of the inbox's first page
  * against one chat's ListSuggestions (3 open + 7 settled), and of an offer into a chat
  * of a workspace (announced in its inbox) against an offer into a chat of none. The
