@@ -14,6 +14,9 @@ protoc -I "$protos" -I "$here/proto" -I /usr/include \
   --grpc_out="$here/gen" --plugin=protoc-gen-grpc="$(command -v grpc_python_plugin)" \
   "$protos"/oda/suggest/v1/*.proto "$protos/google/rpc/error_details.proto" \
   "$here/proto/google/rpc/status.proto"
-# python3 from PATH: a virtualenv's when one is active (pip install grpcio protobuf), else
-# the system's (Debian's python3-grpcio and python3-protobuf).
-exec python3 "$here/suggest_example.py"
+# python3 from PATH when it has grpcio and protobuf (a virtualenv's: pip install grpcio
+# protobuf); else the system's, which has them from Debian's python3-grpcio and
+# python3-protobuf.
+python=python3
+if ! python3 -c 'import grpc, google.protobuf' 2>/dev/null; then python=/usr/bin/python3; fi
+exec "$python" "$here/suggest_example.py"
