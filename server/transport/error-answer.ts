@@ -60,5 +60,17 @@ export function answerStream(
     );
     if (answer.body !== undefined) stream.end(answer.body);
   }
-  stream.close(constants.NGHTTP2_NO_ERROR);
+  closeUnread(stream);
+}
+
+/**
+ * Resets a stream whose answer was just given, its request body unread (RST_STREAM
+ * NO_ERROR, so the client stops sending). The reset waits a turn of the event loop:
+ * some Node releases (22.23 among them) put a reset submitted in the same turn as the
+ * answer's HEADERS ahead of them, and the client then sees a stream with no answer.
+ */
+export function closeUnread(stream: ServerHttp2Stream): void {
+  setImmediate(() => {
+    if (!stream.destroyed) stream.close(constants.NGHTTP2_NO_ERROR);
+  });
 }

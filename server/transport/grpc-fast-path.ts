@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { constants } from "node:http2";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import { closeUnread } from "./error-answer.js";
 import { openCall } from "./grpc-call.js";
 import { serveServerStream } from "./grpc-server-stream.js";
 import { frameOf, GRPC_OK, GRPC_RESPONSE_HEADERS, statusOf, toConnectError } from "./grpc-wire.js";
@@ -111,7 +112,7 @@ function serve(
           Code.ResourceExhausted,
         ),
       );
-      stream.close(constants.NGHTTP2_NO_ERROR);
+      closeUnread(stream);
       return;
     }
     chunks.push(chunk);
