@@ -1,5 +1,4 @@
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
-import { constants } from "node:http2";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import { closeUnread } from "./error-answer.js";
