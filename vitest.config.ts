@@ -1,14 +1,49 @@
 import { defineConfig } from "vitest/config";
 
+/**
+ * Files that start the service as a user does (`npm start`, which builds dist/), kill
+ * processes, sit behind a proxy, or measure time closely run one at a time, after the
+ * rest; the rest run two at a time, each worker with a redis-server of its own
+ * (test/support/global-setup.ts), so no file counts another's keys or commands.
+ */
+const oneAtATime = [
+  "test/e2e/**/*.test.ts",
+  "test/pipeline/tracing-otlp.test.ts",
+  "test/pipeline/deadlines.test.ts",
+  "test/redis/private-redis.test.ts",
+  "test/redis/unix-socket.test.ts",
+  "test/rpc/watch-heartbeat.test.ts",
+  "test/rpc/start-stall.test.ts",
+];
+
 export default defineConfig({
   test: {
     globals: false,
-    include: ["test/**/*.test.ts"],
-    // Tests that need a Redis Cluster run in `npm run test:cluster` (vitest.cluster.config.ts).
-    exclude: ["test/cluster/**"],
     globalSetup: ["test/support/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "side-by-side",
+          include: ["test/**/*.test.ts"],
+          // Tests that need a Redis Cluster run in `npm run test:cluster` (vitest.cluster.config.ts).
+          exclude: ["test/cluster/**", ...oneAtATime],
+          maxWorkers: 2,
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "one-at-a-time",
+          include: oneAtATime,
+          maxWorkers: 1,
+          sequence: { groupOrder: 1 },
+        },
+      },
+    ],
   },
 });

@@ -8,19 +8,33 @@ declare module "vitest" {
   export interface ProvidedContext {
     /** The URL of the redis-server this test run started for itself. */
     redisUrl: string;
+    /**
+     * One redis-server per worker of the project, when it runs files side by side: a
+     * file's shared Redis is its worker's (`sharedRedisUrl`), so counts of keys or
+     * commands never see another file's.
+     */
+    redisUrls?: string[];
   }
 }
 
 /**
- * Starts one redis-server of the suite's own, on a free port with its own data folder,
- * shared by tests that use distinct session ids. Tests that crash Redis start their own.
+ * Starts the redis-servers of the project's own, one per worker, each on a free port with
+ * its own data folder, shared by the files of that worker, which use distinct session ids.
+ * Tests that crash Redis start their own.
  */
 export default async function setup(project: TestProject) {
-  const dir = mkdtempSync(join(tmpdir(), "suggest-task-redis-"));
-  const redis = await startRedisServer({ dir });
-  project.provide("redisUrl", redis.url);
+  const workers = Math.max(1, Number(project.config.maxWorkers) || 1);
+  const dirs = Array.from({ length: workers }, () =>
+    mkdtempSync(join(tmpdir(), "suggest-task-redis-")),
+  );
+  const servers = await Promise.all(dirs.map((dir) => startRedisServer({ dir })));
+  project.provide("redisUrl", (servers[0] as (typeof servers)[number]).url);
+  project.provide(
+    "redisUrls",
+    servers.map((s) => s.url),
+  );
   return async () => {
-    await redis.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await Promise.all(servers.map((s) => s.stop()));
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   };
 }

@@ -27,7 +27,10 @@ import { createRedisClient } from "../../server/store/scripts.js";
 
 /** The suite's shared redis-server (test/support/global-setup.ts). */
 export function sharedRedisUrl(): string {
-  return inject("redisUrl");
+  const urls = inject("redisUrls");
+  if (urls === undefined || urls.length === 0) return inject("redisUrl");
+  const worker = Number(process.env.VITEST_POOL_ID ?? "1");
+  return urls[(worker - 1) % urls.length] as string;
 }
 
 /** A session id no other test uses. */
