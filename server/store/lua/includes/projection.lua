@@ -36,7 +36,10 @@
     x:<id>        present while the offer stands dismissed by the agent (withdrawn):
                   a title that repeats it is no duplicate
     o:<id>        stream id of the offer's first `starting` record: the options its
-                  Start was fixed with (lua/beginStart-4.lua), whichever Start comes later
+                  Start was fixed with (lua/beginStart-4.lua), whichever Start comes
+                  later; removed by an `abandoned` record naming it (its Start failed
+                  before any chat could exist: lua/abandonStart-4.lua), after which the
+                  next Start's `starting` record is the first
     w:<call_id>   stream id of the settlement that withdraw_suggestion call recorded
     r:<entry id>  present for each `settled` record the fold did not accept (it names
                   no offer yet, or does not fit its standing): every other `settled`
@@ -147,6 +150,12 @@ local function applyRecord(proj, entryId, f, fold, new)
     -- The first Start's options of an open offer; later ones change nothing.
     if redis.call('HGET', proj, 's:' .. id) == 'open' then
       redis.call('HSETNX', proj, 'o:' .. id, entryId)
+    end
+  elseif f['type'] == 'abandoned' then
+    -- The Start of that `starting` record failed before any chat could exist: its
+    -- options bind no later Start (lua/abandonStart-4.lua).
+    if f['starting'] ~= nil and redis.call('HGET', proj, 'o:' .. id) == f['starting'] then
+      redis.call('HDEL', proj, 'o:' .. id)
     end
   end
   return false
