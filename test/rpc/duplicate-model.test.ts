@@ -62,7 +62,8 @@ type Action =
   | { kind: "offer"; base: number; variant: number }
   | { kind: "dismiss"; pick: number; reason: DismissReason }
   | { kind: "withdraw"; pick: number }
-  | { kind: "restore" | "draft" | "start"; pick: number };
+  | { kind: "restore" | "draft" | "start"; pick: number }
+  | { kind: "projection deleted" };
 
 const pick = fc.nat(9);
 const action: fc.Arbitrary<Action> = fc.oneof(
@@ -85,6 +86,8 @@ const action: fc.Arbitrary<Action> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("withdraw" as const), pick }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("restore" as const), pick }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constantFrom("draft", "start"), pick }) },
+  // The next script folds the log again (and its check reads what it folded).
+  { weight: 1, arbitrary: fc.constant({ kind: "projection deleted" as const }) },
 );
 
 /** What the model says a new offer gets. */
@@ -155,6 +158,10 @@ async function offerStep(sessionId: string, offers: ModelOffer[], raw: string): 
 
 async function settleStep(sessionId: string, offers: ModelOffer[], a: Action): Promise<void> {
   if (a.kind === "offer") return;
+  if (a.kind === "projection deleted") {
+    await t.redis.del(sessionKeys(sessionId).projection);
+    return;
+  }
   const s = t.clients.suggestions;
   if (a.kind === "withdraw") {
     const open = offers.filter((o) => o.state === "open");

@@ -250,6 +250,7 @@ local function intact(log, proj)
   end
   local f = hmget(proj, refs)
   local counted = 0
+  local states = {}
   for i = 0, n - 1 do
     local state, offer, settlement, chat = f[4 * i + 1], f[4 * i + 2], f[4 * i + 3], f[4 * i + 4]
     if not state or not offer or (state == 'open') ~= (settlement == false) then
@@ -261,7 +262,12 @@ local function intact(log, proj)
     if state == 'open' then
       counted = counted + 1
     end
+    states[i + 1] = state
   end
+  -- The offers' ids and standings, in offer order, as read here: valid while nothing is
+  -- folded after this read (`catchUp` drops them when it folds), for a script that
+  -- needs them (offer-3.lua's duplicate check) without reading them again.
+  fold.ids, fold.states = ids, states
   return counted == open and fold or nil
 end
 
@@ -315,6 +321,9 @@ local function catchUp(log, proj, tip)
   end
   if fold and fold.seen == lastId and fold.m == length then
     return fold
+  end
+  if fold then
+    fold.ids, fold.states = nil, nil
   end
   if fold then
     fold.m = fold.m + foldFrom(log, proj, '(' .. fold.seen, fold)
