@@ -36,8 +36,10 @@ import {
   StartSuggestionRequestSchema,
   SuggestTaskRequestSchema,
 } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
+import { normalizedTitle } from "../server/domain/refusals.js";
 import { freePort, startRedisServer } from "../server/redis/redis-server-process.js";
 import { createRedisClient } from "../server/store/scripts.js";
+import type { SuggestionStore } from "../server/store/suggestion-store.js";
 import { requestFrame } from "./grpc-frames.js";
 import { FramedGrpcConnection } from "./h2-frames.js";
 import { buildChat, changeOfO9 } from "./history.js";
@@ -275,6 +277,22 @@ function scenarios(redisUrl: string): { list: Scenario[]; close: () => Promise<u
       },
     },
     {
+      // The duplicate check reads every offer of the chat: nine here, the most a chat
+      // has before its last offer (ratio to the row above: what the check costs).
+      name: "SuggestTask, the 10th offer of a chat of 2 open + 7 settled",
+      calls: async (n, root) => {
+        const sessions = ids(`ir-tenth-${root}`, n);
+        await putSessions(sessions);
+        await inBatches(sessions, 500, (sessionId) => chatOfNine(store, sessionId));
+        return sessions.map((sessionId) =>
+          call("SuggestTask", SuggestTaskRequestSchema, {
+            context: { sessionId, turnId: "t9", role: AgentRole.TOP_LEVEL, toolCallId: "" },
+            args: { title: "Bench  offer 9", tldr: "Worth it", brief: "Do it." },
+          }),
+        );
+      },
+    },
+    {
       name: "DismissSuggestion, a chat per call",
       calls: async (n, root) =>
         (await offered(`ir-dismiss-${root}`, n)).map((sessionId) =>
@@ -294,6 +312,26 @@ function scenarios(redisUrl: string): { list: Scenario[]; close: () => Promise<u
     },
   ];
   return { list, close: () => redis.quit() };
+}
+
+/**
+ * Nine offers of their own titles in `sessionId`, as the tool records them (with their
+ * normalized titles); the first seven dismissed by the person, two left open.
+ */
+async function chatOfNine(store: SuggestionStore, sessionId: string): Promise<void> {
+  for (let i = 0; i < 9; i++) {
+    const title = `Bench offer ${i}`;
+    const offer = { id: `o${i}`, turnId: `t${i}`, toolCallId: "", title, tldr: "t", brief: "b" };
+    const offered = await store.offer(
+      sessionId,
+      { ...offer, normalizedTitle: normalizedTitle(title) },
+      false,
+    );
+    if (offered.kind !== "recorded") throw new Error(`offer o${i} answered ${offered.kind}`);
+    if (i >= 7) continue;
+    const settled = await store.settle(sessionId, `o${i}`, "dismissed");
+    if (settled.kind !== "recorded") throw new Error(`dismiss o${i} answered ${settled.kind}`);
+  }
 }
 
 /** A row of `CALLS` counted calls. */

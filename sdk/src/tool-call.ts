@@ -89,8 +89,11 @@ export async function runToolCall(
  * Runs one suggest_task tool call for an agent runtime: reads the model's arguments
  * (`readSuggestTaskArguments`), calls SuggestTask with the runtime's `context`, and answers
  * what the model should see: the success line, or the refusal's exact text marked as an
- * error. Any other failure (a malformed request, the service unavailable) is thrown as it
- * is, for the runtime to handle; it is not the model's to read.
+ * error, the duplicate refusals included (a title that repeats an open offer of the chat,
+ * or one the person dismissed: `refusal.reason` DUPLICATE_OPEN or DUPLICATE_DISMISSED), so
+ * the model hears not to offer it again. Any other failure (a malformed request, the
+ * service unavailable) is thrown as it is, for the runtime to handle; it is not the
+ * model's to read.
  *
  * ```ts
  * const result = await callSuggestTaskTool(client, block.input, {

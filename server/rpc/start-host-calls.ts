@@ -36,6 +36,31 @@ export function createdChat(
 }
 
 /**
+ * The codes with which a host answers that it refused a request and changed nothing
+ * (gRPC's "the request was rejected"): a CreateChat refused so made no chat. Anything
+ * else (down, timed out, cancelled, aborted) may have created it.
+ */
+const REFUSED: ReadonlySet<Code> = new Set([
+  Code.InvalidArgument,
+  Code.FailedPrecondition,
+  Code.OutOfRange,
+  Code.PermissionDenied,
+  Code.Unauthenticated,
+  Code.NotFound,
+  Code.AlreadyExists,
+  Code.ResourceExhausted,
+]);
+
+/**
+ * Whether `err` (a failure of `createdChat`) is the host's refusal of the chat, which
+ * then does not exist; a dependency that is down (`hostCall` answers UNAVAILABLE) may
+ * have created it before failing.
+ */
+export function refusedChat(err: unknown): boolean {
+  return err instanceof ConnectError && REFUSED.has(err.code);
+}
+
+/**
  * Posts the brief as the new chat's message, attributed to the suggestion (author
  * SUGGESTION, origin the offering session and suggestion) so that person-only checks
  * refuse it. Idempotent by key: however many Starts post it, the chat has it once.

@@ -25,6 +25,7 @@ import { embeddedChatId } from "../host/embedded-ids.js";
 import type { HeldStartLock } from "../store/held-start-lock.js";
 import { newLockToken, type StartLocks } from "../store/start-locks.js";
 import {
+  abandonStart,
   beginStart,
   type StartBegun,
   type StartSettled,
@@ -40,7 +41,7 @@ import {
   suggestionError,
 } from "./errors.js";
 import { Flights } from "./start-flights.js";
-import { briefRequest, createdChat, postBrief } from "./start-host-calls.js";
+import { briefRequest, createdChat, postBrief, refusedChat } from "./start-host-calls.js";
 
 /** What StartSuggestion needs. */
 export interface StartSuggestionDeps {
@@ -181,6 +182,7 @@ async function startOnce(
   const begun = await begin(token);
   let lock = begun.taken ? locks.held(sessionId, suggestionId, token) : undefined;
   let fixed = begun.options;
+  let appended = begun.appended;
   let session: Session;
   let suggestion: Suggestion;
   try {
@@ -191,7 +193,9 @@ async function startOnce(
     session = checkedSession(sessionId, known);
     suggestion = foundSuggestion(begun.suggestion, suggestionId);
   } catch (err) {
-    await lock?.release("released").catch(() => false);
+    // No chat can exist (the embedded host's session is read in the first step, which
+    // fixed this caller's options): those options bind no later Start.
+    if (lock !== undefined) await endFailedStart(deps, sessionId, suggestionId, lock, appended);
     throw err;
   }
   const flight = (response: StartSuggestionResponse): StartFlight => ({
@@ -215,7 +219,7 @@ async function startOnce(
       });
     }
     if (lock !== undefined && fixed !== undefined) {
-      return flight(await startHeld(deps, session, suggestion, lock, fixed));
+      return flight(await startHeld(deps, session, suggestion, lock, fixed, appended));
     }
     const turn = await storeCall(() => locks.take(sessionId, suggestionId, { until }));
     if (turn.kind === "held") {
@@ -223,7 +227,7 @@ async function startOnce(
       // offer as it stands now and fixes the options, or finds an earlier holder's.
       const again = await beginAgain(begin, turn.lock);
       suggestion = foundSuggestion(again.suggestion, suggestionId);
-      if (again.taken) [lock, fixed] = [turn.lock, again.options];
+      if (again.taken) [lock, fixed, appended] = [turn.lock, again.options, again.appended];
       continue;
     }
     if (turn.kind === "lapsed" && Date.now() >= until) {
@@ -253,6 +257,7 @@ async function startHeld(
   suggestion: Suggestion,
   lock: HeldStartLock,
   fixed: ChosenOptions,
+  appended: string,
 ): Promise<StartSuggestionResponse> {
   const { sessionId, id: suggestionId } = suggestion;
   const chatRequest = {
@@ -283,8 +288,17 @@ async function startHeld(
           settleStart(deps.store, sessionId, suggestionId, chat, lock.token),
         );
       } catch (err) {
-        await chat; // the host's own failure, when the step failed for want of the chat
-        throw err;
+        // The host's own failure, when the step failed for want of the chat.
+        const hostFailure = await chat.then(
+          () => undefined,
+          (failure: unknown) => failure,
+        );
+        if (hostFailure === undefined) throw err;
+        // Refused outright, the host made no chat: the options bind no later Start.
+        if (refusedChat(hostFailure)) {
+          await endFailedStart(deps, sessionId, suggestionId, lock, appended);
+        }
+        throw hostFailure;
       }
     }
     lock.ended();
@@ -314,6 +328,30 @@ async function startHeld(
     // released (Redis gone) lapses after its lifetime.
     if (!lock.done) await lock.release("released").catch(() => false);
   }
+}
+
+/**
+ * Ends a Start that failed before any chat could exist: the `starting` record it
+ * appended, if it did (`appended`), is abandoned while it still holds the lock, and the
+ * lock is released (store/start-steps.ts `abandonStart`), so that the next Start is
+ * fixed with its own options rather than those of one that created nothing. Options an
+ * earlier holder fixed stay (it may have created the chat with them). A failure here
+ * leaves the lock to lapse (test/rpc/start-abandoned.test.ts).
+ */
+async function endFailedStart(
+  deps: StartSuggestionDeps,
+  sessionId: string,
+  suggestionId: string,
+  lock: HeldStartLock,
+  appended: string,
+): Promise<void> {
+  if (appended === "") {
+    await lock.release("released").catch(() => false);
+    return;
+  }
+  await abandonStart(deps.store, sessionId, suggestionId, lock, appended).catch(() =>
+    lock.release("released").catch(() => false),
+  );
 }
 
 /**

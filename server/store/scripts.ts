@@ -212,7 +212,7 @@ declare module "ioredis" {
     ): Result<ScriptReply, Context>;
     /**
      * lua/beginStart-4.lua: `{ session record in hex, taken, readSuggestion-2.lua's reply,
-     * the fixed options' record fields }`.
+     * the fixed options' record fields, the stream id of the starting record appended now }`.
      */
     beginStart(
       log: string,
@@ -220,7 +220,15 @@ declare module "ioredis" {
       lock: string,
       hostSession: string,
       ...argv: string[]
-    ): Result<[string, number, ScriptReply, string[]], Context>;
+    ): Result<[string, number, ScriptReply, string[], string?], Context>;
+    /** lua/abandonStart-4.lua: `{ abandoned, released }`, each 1 or 0. */
+    abandonStart(
+      log: string,
+      projection: string,
+      lock: string,
+      channel: string,
+      ...argv: string[]
+    ): Result<[number, number], Context>;
     /** lua/settleStart-5.lua: `{ settle-3.lua's reply, readSuggestion-2.lua's reply, held }`. */
     settleStart(
       log: string,

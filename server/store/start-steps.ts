@@ -1,6 +1,7 @@
 import type { Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { parseEntries } from "../domain/fold.js";
 import { type ChosenOptions, chosenOf, NO_OPTIONS, optionFields } from "../domain/start-options.js";
+import type { HeldStartLock } from "./held-start-lock.js";
 import { callAppend } from "./inbox-token.js";
 import { type HostKeys, hostKeys, sessionKeys, startLockKey, startResultChannel } from "./keys.js";
 import { type SettleOutcome, settleArgs } from "./script-replies.js";
@@ -24,6 +25,11 @@ export interface StartBegun {
    * first `starting` record (the caller's, appended now, or an earlier holder's).
    */
   readonly options: ChosenOptions | undefined;
+  /**
+   * The stream id of the `starting` record this step appended ('' when it appended
+   * none: the lock was not taken, or an earlier holder had fixed the options).
+   */
+  readonly appended: string;
 }
 
 /**
@@ -43,7 +49,7 @@ export async function beginStart(
   options: ChosenOptions = NO_OPTIONS,
 ): Promise<StartBegun> {
   const keys = sessionKeys(sessionId);
-  const [record, taken, read, fixed] = await store.redis.beginStart(
+  const [record, taken, read, fixed, appended] = await store.redis.beginStart(
     keys.log,
     keys.projection,
     startLockKey(sessionId, suggestionId),
@@ -63,7 +69,37 @@ export async function beginStart(
     suggestion,
     taken: taken === 1,
     options: taken === 1 ? chosenOf(fields) : undefined,
+    appended: taken === 1 ? (appended ?? "") : "",
   };
+}
+
+/**
+ * Ends a Start that failed before any chat could exist (the session has no workspace,
+ * the host refused CreateChat) as one script (lua/abandonStart-4.lua): while `lock` is
+ * still held, the `starting` record the Start appended (`StartBegun.appended`) is
+ * abandoned, so a later Start fixes its own options; then the lock is released for the
+ * waiters (`released`). Answers whether the record was abandoned.
+ */
+export async function abandonStart(
+  store: SuggestionStore,
+  sessionId: string,
+  suggestionId: string,
+  lock: HeldStartLock,
+  starting: string,
+): Promise<boolean> {
+  lock.ended();
+  const keys = sessionKeys(sessionId);
+  const [abandoned] = await store.redis.abandonStart(
+    keys.log,
+    keys.projection,
+    startLockKey(sessionId, suggestionId),
+    startResultChannel(sessionId),
+    suggestionId,
+    lock.token,
+    starting,
+    startResultMessage(suggestionId, "released"),
+  );
+  return abandoned === 1;
 }
 
 /**

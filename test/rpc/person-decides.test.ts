@@ -135,6 +135,119 @@ describe.each(transports)("through %s", (_, client) => {
     ]);
   });
 
+  test("a permission above the offering chat's, with a preset and without: each word of the enum", async () => {
+    for (const presetId of ["", "writer"]) {
+      for (const [own, asked, message] of [
+        [
+          Permission.READ_ONLY,
+          Permission.DEFAULT,
+          "permission default is above the offering chat's read_only",
+        ],
+        [
+          Permission.READ_ONLY,
+          Permission.FULL_ACCESS,
+          "permission full_access is above the offering chat's read_only",
+        ],
+      ] as const) {
+        const sessionId = await session(a.clients, own, presetId);
+        const offered = await offerOne(a.clients, sessionId, "Raise it");
+        const err = await connectErrorOf(
+          client().startSuggestion({
+            sessionId,
+            suggestionId: offered.id,
+            options: { permission: asked },
+          }),
+        );
+        expect([err.code, err.rawMessage]).toEqual([
+          Code.InvalidArgument,
+          `start options: ${message}`,
+        ]);
+        expect((await logRecords(a.redis, sessionId)).map((r) => r.type)).toEqual(["offered"]);
+        // The same permission as the offering chat's is not above it.
+        const same = await client().startSuggestion({
+          sessionId,
+          suggestionId: offered.id,
+          options: { permission: own },
+        });
+        const { chat } = await a.clients.local.getChat({ chatId: same.chatId });
+        expect(chat?.settings?.permission).toBe(own);
+      }
+    }
+  });
+
+  test("start options on Get and List; no edit posts the offer's brief, not marked edited", async () => {
+    const sessionId = await session(a.clients, Permission.FULL_ACCESS);
+    const edited = await offerOne(a.clients, sessionId, "Edit me");
+    const plain = await offerOne(a.clients, sessionId, "Leave me");
+    await client().startSuggestion({
+      sessionId,
+      suggestionId: edited.id,
+      options: { permission: Permission.DEFAULT, brief: "Mine" },
+    });
+    const res = await client().startSuggestion({ sessionId, suggestionId: plain.id });
+    expect(res.suggestion?.startOptions).toBeUndefined();
+    const { chat } = await a.clients.local.getChat({ chatId: res.chatId });
+    expect(chat?.messages.map((m) => [m.text, m.author, m.edited])).toEqual([
+      [plain.brief, MessageAuthor.SUGGESTION, false],
+    ]);
+    const got = await client().getSuggestion({ sessionId, suggestionId: edited.id });
+    expect(got.suggestion?.startOptions).toMatchObject({
+      model: "",
+      permission: Permission.DEFAULT,
+      brief: "Mine",
+    });
+    const { settled } = await client().listSuggestions({ sessionId });
+    expect(settled.map((s) => s.startOptions?.brief)).toEqual(["Mine", undefined]);
+  });
+
+  test("start options refused before anything is recorded: an empty edit, an unknown permission", async () => {
+    const sessionId = await session(a.clients);
+    const offered = await offerOne(a.clients, sessionId, "Refuse it");
+    for (const [options, message] of [
+      [{ brief: " \n " }, "start options: brief must not be empty"],
+      [{ permission: 7 as Permission }, "start options: permission 7 is not a known permission"],
+    ] as const) {
+      const err = await connectErrorOf(
+        client().startSuggestion({ sessionId, suggestionId: offered.id, options }),
+      );
+      expect([err.code, err.rawMessage]).toEqual([Code.InvalidArgument, message]);
+    }
+    expect((await logRecords(a.redis, sessionId)).map((r) => r.type)).toEqual(["offered"]);
+  });
+
+  test("a dismissal's reason and note on Get and List; a note of 240 fits; an unknown reason is refused", async () => {
+    const sessionId = await session(a.clients);
+    const offered = await offerOne(a.clients, sessionId, "Note it");
+    const unknown = await connectErrorOf(
+      client().dismissSuggestion({
+        sessionId,
+        suggestionId: offered.id,
+        reason: 9 as DismissReason,
+      }),
+    );
+    expect([unknown.code, unknown.rawMessage]).toEqual([
+      Code.InvalidArgument,
+      "dismiss: reason 9 is not a known reason",
+    ]);
+    const note = "é".repeat(240);
+    await client().dismissSuggestion({
+      sessionId,
+      suggestionId: offered.id,
+      reason: DismissReason.NOT_WANTED,
+      note,
+    });
+    const expected = { dismissReason: DismissReason.NOT_WANTED, dismissNote: note };
+    const got = await client().getSuggestion({ sessionId, suggestionId: offered.id });
+    expect(got.suggestion).toMatchObject(expected);
+    expect((await client().listSuggestions({ sessionId })).settled[0]).toMatchObject(expected);
+    // Restored, it carries no reason any more.
+    const restored = await client().restoreSuggestion({ sessionId, suggestionId: offered.id });
+    expect(restored.suggestion).toMatchObject({
+      dismissReason: DismissReason.UNSPECIFIED,
+      dismissNote: "",
+    });
+  });
+
   test("duplicates: open, dismissed by the person; withdrawn ones and restored ones", async () => {
     const sessionId = await session(a.clients);
     const first = await offerOne(a.clients, sessionId, "Add retries");
@@ -207,22 +320,28 @@ test("20 concurrent Starts with 20 options over two instances: one chat, one cal
   ]);
 });
 
-test("settlementNotes speaks a dismissal's reason and note in the pinned words", async () => {
+test("settlementNotes speaks every reason in the pinned words, a note after it, none without a reason", async () => {
   const { settlementNotes } = await import("../../sdk/src/settlement-notes.js");
   const sessionId = await session(a.clients);
-  const one = await offerOne(a.clients, sessionId, "Add retries");
-  const two = await offerOne(a.clients, sessionId, "Bump deps");
   const s = a.clients.suggestions;
-  await s.dismissSuggestion({
-    sessionId,
-    suggestionId: one.id,
-    reason: DismissReason.ALREADY_DONE,
-    note: "done in #12",
-  });
-  await s.dismissSuggestion({ sessionId, suggestionId: two.id, reason: DismissReason.DUPLICATE });
+  const dismissals = [
+    ["Add retries", DismissReason.ALREADY_DONE, "done in #12"],
+    ["Bump deps", DismissReason.DUPLICATE, ""],
+    ["Port it", DismissReason.NOT_WANTED, ""],
+    ["Tidy up", DismissReason.OTHER, "later"],
+    ["Rename it", DismissReason.UNSPECIFIED, "no reason given"],
+  ] as const;
+  for (const [title, reason, note] of dismissals) {
+    const offered = await offerOne(a.clients, sessionId, title);
+    await s.dismissSuggestion({ sessionId, suggestionId: offered.id, reason, note });
+    // Three open at most: each is dismissed before the next is offered.
+  }
   const { settlements } = await s.listSettlements({ sessionId });
   expect(settlementNotes(settlements)).toEqual([
     'The user dismissed your suggestion "Add retries" as already done; do not offer it again. Their note: done in #12',
     'The user dismissed your suggestion "Bump deps" as a duplicate; do not offer it again.',
+    'The user dismissed your suggestion "Port it" as not wanted; do not offer it again.',
+    'The user dismissed your suggestion "Tidy up" as other; do not offer it again. Their note: later',
+    'The user dismissed your suggestion "Rename it"; do not offer it again.',
   ]);
 });

@@ -100,9 +100,11 @@ describe("the failure codes", () => {
       WorkspaceMissingReason.NO_WORKSPACE,
       `session "${sessionId}" belongs to no workspace`,
     );
+    // The options this Start fixed bind no later one (test/rpc/start-abandoned.test.ts).
     expect((await logRecords(t.redis, sessionId)).map((r) => r.type)).toEqual([
       "offered",
       "starting",
+      "abandoned",
     ]);
   });
 
@@ -115,9 +117,11 @@ describe("the failure codes", () => {
       WorkspaceMissingReason.SCHEDULED_TASK_FOLDER,
       `session "${sessionId}" runs in a scheduled task's folder`,
     );
+    // The options this Start fixed bind no later one (test/rpc/start-abandoned.test.ts).
     expect((await logRecords(t.redis, sessionId)).map((r) => r.type)).toEqual([
       "offered",
       "starting",
+      "abandoned",
     ]);
   });
 

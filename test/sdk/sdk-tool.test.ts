@@ -276,6 +276,25 @@ describe("callSuggestTaskTool against a real server", () => {
     },
   );
 
+  test("the duplicate refusals reach the model as tool results, with their reasons", async () => {
+    const sessionId = await session();
+    const context = (turnId: string) => ({ sessionId, turnId, role: AgentRole.TOP_LEVEL });
+    const args = (title: string) => ({ title, tldr: "W", brief: "B" });
+    const first = await callSuggestTaskTool(client, args("Add retries"), context("t1"));
+    if (first.isError) throw new Error(first.content);
+    expect(await callSuggestTaskTool(client, args(" add  retries"), context("t2"))).toMatchObject({
+      isError: true,
+      content: 'suggest_task: "add  retries" already waits for the user; offer something else',
+      refusal: { reason: RefusalReason.DUPLICATE_OPEN },
+    });
+    await client.dismissSuggestion({ sessionId, suggestionId: first.suggestion.id });
+    expect(await callSuggestTaskTool(client, args("ADD RETRIES"), context("t2"))).toMatchObject({
+      isError: true,
+      content: 'suggest_task: the user dismissed "ADD RETRIES"; do not offer it again',
+      refusal: { reason: RefusalReason.DUPLICATE_DISMISSED },
+    });
+  });
+
   test("errors that are not refusals are thrown, not shown to the model", async () => {
     const err = await callSuggestTaskTool(
       client,

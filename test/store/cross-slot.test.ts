@@ -101,6 +101,14 @@ async function fullFlow(): Promise<void> {
   await clients.suggestions.withdrawSuggestion(withdrawal); // a retry: the same answer
   const { cursor } = await clients.suggestions.listSettlements({ sessionId, after: "" });
   await clients.suggestions.listSettlements({ sessionId, after: cursor });
+  // A Start refused before any chat can exist (no workspace): its options abandoned.
+  await putSession(clients, { sessionId, workspaceId: "" });
+  await clients.suggestions
+    .startSuggestion({ sessionId, suggestionId: c, options: { model: "m" } })
+    .catch((e: unknown) =>
+      expect(e instanceof ConnectError && e.code).toBe(Code.FailedPrecondition),
+    );
+  await putSession(clients, { sessionId });
   // Racing Starts: one takes the lock, the others wait for its result.
   const starts = await Promise.all(
     Array.from({ length: 5 }, () =>

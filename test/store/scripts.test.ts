@@ -35,6 +35,7 @@ test("the service's scripts: each named by its file, with its number of keys", (
     settleStartAnnounced: 7,
     settleStartEmbeddedAnnounced: 11,
     withdrawAnnounced: 5,
+    abandonStart: 4,
     announce: 2,
     beginStart: 4,
     createChat: 2,

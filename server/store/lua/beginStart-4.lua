@@ -25,13 +25,16 @@
   past its lock, or crashed after CreateChat) creates, records and posts with the same
   ones, and the first Start's options win.
 
-  Result: { session, taken, read, options }
+  Result: { session, taken, read, options, appended }
     session  the session record in hex; '' when absent or not asked
     taken    1 when the lock was taken for the caller (or was the caller's already);
              0 when the offer is not open or another caller holds the lock
     read     readSuggestion-2.lua's reply { version, offer, settlement }
     options  with the lock taken: the fields of the offer's first `starting` record
              (the one appended now, or an earlier holder's); else {}
+    appended the stream id of the `starting` record appended now ('' when none was):
+             the one this Start may abandon (lua/abandonStart-4.lua) if it fails
+             before any chat can exist
 ]]
 --- @include "locks"
 --- @include "projection"
@@ -50,6 +53,7 @@ if redis.call('HGET', KEYS[2], 's:' .. ARGV[1]) == 'open' and lockFor(ARGV[3]) t
   taken = 1
 end
 local options = {}
+local appended = ''
 if taken == 1 then
   local starting = redis.call('HGET', KEYS[2], 'o:' .. ARGV[1])
   if starting then
@@ -69,6 +73,7 @@ if taken == 1 then
     fold.m = fold.m + 1
     seal(KEYS[1], KEYS[2], entryId, fold)
     options = record
+    appended = entryId
   end
 end
 local session = ''
@@ -80,4 +85,4 @@ if ARGV[5] == '1' then
     end)
   end
 end
-return { session, taken, suggestion, options }
+return { session, taken, suggestion, options, appended }

@@ -79,30 +79,44 @@ end
 -- Last of the checks: the title of an open offer, or of one the person dismissed.
 local nt = ARGV[14] or ''
 if nt ~= '' and fold.n > 0 then
-  local order = {}
-  for i = 1, fold.n do
-    order[i] = 'i:' .. i
+  -- The ids and standings `catchUp` read with the head when it folded nothing (the
+  -- usual case), else read here.
+  local ids, states = fold.ids, fold.states
+  if not ids then
+    local order = {}
+    for i = 1, fold.n do
+      order[i] = 'i:' .. i
+    end
+    ids = hmget(proj, order)
+    local refs = {}
+    for i, other in ipairs(ids) do
+      refs[i] = 's:' .. other
+    end
+    states = hmget(proj, refs)
   end
-  local refs = {}
-  for _, other in ipairs(hmget(proj, order)) do
-    refs[#refs + 1] = 'u:' .. other
-    refs[#refs + 1] = 's:' .. other
-    refs[#refs + 1] = 'x:' .. other
+  local titles = {}
+  for i, other in ipairs(ids) do
+    titles[i] = 'u:' .. other
   end
-  local f = hmget(proj, refs)
-  local dismissed = false
-  for i = 1, #refs, 3 do
-    if f[i] == nt then
-      if f[i + 1] == 'open' then
+  local same = hmget(proj, titles)
+  local dismissed = {}
+  for i = 1, #ids do
+    if same[i] == nt then
+      if states[i] == 'open' then
         return { 7 }
       end
-      if f[i + 1] == 'dismissed' and not f[i + 2] then
-        dismissed = true
+      if states[i] == 'dismissed' then
+        dismissed[#dismissed + 1] = 'x:' .. ids[i]
       end
     end
   end
-  if dismissed then
-    return { 8 }
+  -- Dismissed by the person: not withdrawn by the agent (`x:`).
+  if #dismissed > 0 then
+    for _, withdrawn in ipairs(hmget(proj, dismissed)) do
+      if not withdrawn then
+        return { 8 }
+      end
+    end
   end
 end
 

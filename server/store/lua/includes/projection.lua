@@ -36,7 +36,10 @@
     x:<id>        present while the offer stands dismissed by the agent (withdrawn):
                   a title that repeats it is no duplicate
     o:<id>        stream id of the offer's first `starting` record: the options its
-                  Start was fixed with (lua/beginStart-4.lua), whichever Start comes later
+                  Start was fixed with (lua/beginStart-4.lua), whichever Start comes
+                  later; removed by an `abandoned` record naming it (its Start failed
+                  before any chat could exist: lua/abandonStart-4.lua), after which the
+                  next Start's `starting` record is the first
     w:<call_id>   stream id of the settlement that withdraw_suggestion call recorded
     r:<entry id>  present for each `settled` record the fold did not accept (it names
                   no offer yet, or does not fit its standing): every other `settled`
@@ -148,6 +151,12 @@ local function applyRecord(proj, entryId, f, fold, new)
     if redis.call('HGET', proj, 's:' .. id) == 'open' then
       redis.call('HSETNX', proj, 'o:' .. id, entryId)
     end
+  elseif f['type'] == 'abandoned' then
+    -- The Start of that `starting` record failed before any chat could exist: its
+    -- options bind no later Start (lua/abandonStart-4.lua).
+    if f['starting'] ~= nil and redis.call('HGET', proj, 'o:' .. id) == f['starting'] then
+      redis.call('HDEL', proj, 'o:' .. id)
+    end
   end
   return false
 end
@@ -241,6 +250,7 @@ local function intact(log, proj)
   end
   local f = hmget(proj, refs)
   local counted = 0
+  local states = {}
   for i = 0, n - 1 do
     local state, offer, settlement, chat = f[4 * i + 1], f[4 * i + 2], f[4 * i + 3], f[4 * i + 4]
     if not state or not offer or (state == 'open') ~= (settlement == false) then
@@ -252,7 +262,12 @@ local function intact(log, proj)
     if state == 'open' then
       counted = counted + 1
     end
+    states[i + 1] = state
   end
+  -- The offers' ids and standings, in offer order, as read here: valid while nothing is
+  -- folded after this read (`catchUp` drops them when it folds), for a script that
+  -- needs them (offer-3.lua's duplicate check) without reading them again.
+  fold.ids, fold.states = ids, states
   return counted == open and fold or nil
 end
 
@@ -306,6 +321,9 @@ local function catchUp(log, proj, tip)
   end
   if fold and fold.seen == lastId and fold.m == length then
     return fold
+  end
+  if fold then
+    fold.ids, fold.states = nil, nil
   end
   if fold then
     fold.m = fold.m + foldFrom(log, proj, '(' .. fold.seen, fold)
