@@ -49,6 +49,16 @@ export interface ServiceConfig {
   /** A PEM certificate and key for TLS; unset: cleartext (h2c and HTTP/1.1). */
   readonly tlsCertFile: string | undefined;
   readonly tlsKeyFile: string | undefined;
+  /**
+   * A PEM bundle of the CAs whose client certificates are accepted (`TLS_CLIENT_CA_FILE`,
+   * with TLS): every connection must present one they signed, or the handshake fails.
+   */
+  readonly tlsClientCaFile: string | undefined;
+  /**
+   * Client certificate identities mapped to roles and grants (`AUTH_CLIENT_CERTS_FILE`,
+   * a JSON object; docs/operating.md), for calls that present no bearer token.
+   */
+  readonly authClientCertsFile: string | undefined;
   /** pino's level for the call log: fatal, error, warn, info, debug, trace or silent. */
   readonly logLevel: string;
   /** Unary binary gRPC answered straight on HTTP/2 streams (server/transport/grpc-fast-path.ts). */
@@ -115,6 +125,8 @@ export const defaultConfig: Readonly<ServiceConfig> = Object.freeze({
   metricsPort: undefined,
   tlsCertFile: undefined,
   tlsKeyFile: undefined,
+  tlsClientCaFile: undefined,
+  authClientCertsFile: undefined,
   logLevel: "info",
   grpcFastPath: true,
   singleRedisScripts: false,
@@ -253,13 +265,25 @@ function flag(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(`${name} must be 1, 0, true or false (got "${raw}")`);
 }
 
-function tlsFiles(env: Env): { cert: string | undefined; key: string | undefined } {
+function tlsFiles(env: Env) {
   const cert = env.TLS_CERT_FILE || undefined;
   const key = env.TLS_KEY_FILE || undefined;
+  const clientCa = env.TLS_CLIENT_CA_FILE || undefined;
+  const clientCerts = env.AUTH_CLIENT_CERTS_FILE || undefined;
   if ((cert === undefined) !== (key === undefined)) {
     throw new ConfigError("TLS_CERT_FILE and TLS_KEY_FILE must be set together");
   }
-  return { cert, key };
+  if (clientCa !== undefined && cert === undefined) {
+    throw new ConfigError(
+      "TLS_CLIENT_CA_FILE needs TLS_CERT_FILE and TLS_KEY_FILE (client certificates come with TLS)",
+    );
+  }
+  if (clientCerts !== undefined && clientCa === undefined) {
+    throw new ConfigError(
+      "AUTH_CLIENT_CERTS_FILE needs TLS_CLIENT_CA_FILE (the CA that signs the client certificates)",
+    );
+  }
+  return { cert, key, clientCa, clientCerts };
 }
 
 /**
@@ -290,6 +314,8 @@ export function configFromEnv(env: Env, openFileLimit?: number): ServiceConfig {
         : integer(env, "METRICS_PORT", 0, 0, 65535),
     tlsCertFile: tls.cert,
     tlsKeyFile: tls.key,
+    tlsClientCaFile: tls.clientCa,
+    authClientCertsFile: tls.clientCerts,
     logLevel,
     grpcFastPath: flag(env, "GRPC_FAST_PATH", defaultConfig.grpcFastPath),
     singleRedisScripts: flag(env, "SINGLE_REDIS_SCRIPTS", defaultConfig.singleRedisScripts),
