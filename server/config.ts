@@ -59,6 +59,11 @@ export interface ServiceConfig {
    * a JSON object; docs/operating.md), for calls that present no bearer token.
    */
   readonly authClientCertsFile: string | undefined;
+  /**
+   * Origins whose pages may call the service from a browser (`CORS_ALLOWED_ORIGINS`,
+   * comma-separated, `*` for any); empty: none (same-origin pages only).
+   */
+  readonly corsAllowedOrigins: readonly string[];
   /** pino's level for the call log: fatal, error, warn, info, debug, trace or silent. */
   readonly logLevel: string;
   /** Unary binary gRPC answered straight on HTTP/2 streams (server/transport/grpc-fast-path.ts). */
@@ -127,6 +132,7 @@ export const defaultConfig: Readonly<ServiceConfig> = Object.freeze({
   tlsKeyFile: undefined,
   tlsClientCaFile: undefined,
   authClientCertsFile: undefined,
+  corsAllowedOrigins: Object.freeze([]) as readonly string[],
   logLevel: "info",
   grpcFastPath: true,
   singleRedisScripts: false,
@@ -257,6 +263,27 @@ function jwtSettings(env: Env): JwtSettings | undefined {
   return { jwksFile, jwksUrl, issuer, audience };
 }
 
+/** Comma-separated origins (`https://app.example.com`, `http://localhost:5173`) or `*`. */
+function origins(env: Env, name: string): readonly string[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === "") return [];
+  return raw.split(",").map((entry) => {
+    const origin = entry.trim();
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = undefined;
+    }
+    if (origin !== "*" && parsed?.origin !== origin) {
+      throw new ConfigError(
+        `${name} must be origins separated by commas, each scheme://host[:port] with no path or trailing slash, or * (got "${origin}")`,
+      );
+    }
+    return origin;
+  });
+}
+
 function flag(env: Env, name: string, fallback: boolean): boolean {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
@@ -316,6 +343,7 @@ export function configFromEnv(env: Env, openFileLimit?: number): ServiceConfig {
     tlsKeyFile: tls.key,
     tlsClientCaFile: tls.clientCa,
     authClientCertsFile: tls.clientCerts,
+    corsAllowedOrigins: origins(env, "CORS_ALLOWED_ORIGINS"),
     logLevel,
     grpcFastPath: flag(env, "GRPC_FAST_PATH", defaultConfig.grpcFastPath),
     singleRedisScripts: flag(env, "SINGLE_REDIS_SCRIPTS", defaultConfig.singleRedisScripts),

@@ -37,6 +37,7 @@ import { shuttingDown, WatchHub } from "./store/watch-hub.js";
 import { WorkspaceInbox } from "./store/workspace-inbox.js";
 import { createConnectAdapter } from "./transport/connect-adapter.js";
 import type { ClientLimits } from "./transport/connection-guard.js";
+import { withCors } from "./transport/cors.js";
 import { followConnections } from "./transport/drain.js";
 import { createGrpcFastPath } from "./transport/grpc-fast-path.js";
 import { withSpecGrpcMessage } from "./transport/grpc-message.js";
@@ -89,6 +90,7 @@ export type ServerSettings = Pick<
       | "tlsKeyFile"
       | "tlsClientCaFile"
       | "authClientCertsFile"
+      | "corsAllowedOrigins"
       | "logLevel"
       | "chatHostToken"
       | "grpcFastPath"
@@ -155,7 +157,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
     answerHeaders,
     ...(valuesOf && { valuesOf }),
   });
-  const server = await listener(settings, withSpecGrpcMessage(handler), fastPath);
+  const server = await listener(settings, withSpecGrpcMessage(corsOf(settings, handler)), fastPath);
   const connections = followConnections(server);
   const port = await listen(server, settings, parts.telemetry);
   const metrics =
@@ -191,6 +193,16 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
     ...{ readiness, watchers, close },
     ...(metrics === undefined ? {} : { metricsUrl: `http://${hostInUrl}:${metrics.port}` }),
   };
+}
+
+/**
+ * `handler` answering browsers of CORS_ALLOWED_ORIGINS (transport/cors.ts), the answers'
+ * identity headers readable by their pages; `handler` itself when none are allowed.
+ */
+function corsOf(settings: ServerSettings, handler: DualHandler): DualHandler {
+  const origins = settings.corsAllowedOrigins ?? [];
+  if (origins.length === 0) return handler;
+  return withCors(handler, origins, Object.keys(serverIdentityHeaders()));
 }
 
 /** AUTH_CLIENT_CERTS_FILE's identities and grants; a file that does not parse stops the start. */

@@ -67,3 +67,14 @@ test("client certificates come with TLS, and their mapping with the CA that sign
   });
   expect([config.tlsClientCaFile, config.authClientCertsFile]).toEqual(["ca.pem", "certs.json"]);
 });
+
+test("CORS_ALLOWED_ORIGINS takes origins or *, and refuses anything else naming it", () => {
+  expect(
+    configFromEnv({ CORS_ALLOWED_ORIGINS: "https://app.example.com, http://localhost:5173" })
+      .corsAllowedOrigins,
+  ).toEqual(["https://app.example.com", "http://localhost:5173"]);
+  expect(configFromEnv({ CORS_ALLOWED_ORIGINS: "*" }).corsAllowedOrigins).toEqual(["*"]);
+  expect(() => configFromEnv({ CORS_ALLOWED_ORIGINS: "https://app.example.com/" })).toThrow(
+    'CORS_ALLOWED_ORIGINS must be origins separated by commas, each scheme://host[:port] with no path or trailing slash, or * (got "https://app.example.com/")',
+  );
+});
