@@ -50,8 +50,9 @@ export function streamCall(
   path: string,
   body: Buffer,
   onMessage: (message: Buffer) => void,
+  extraHeaders: Readonly<Record<string, string>> = {},
 ): { done: Promise<Omit<UnaryAnswer, "message">>; cancel: () => void } {
-  const stream = session.request(requestHeaders(path));
+  const stream = session.request({ ...requestHeaders(path), ...extraHeaders });
   const reader = new GrpcFrameReader();
   let headers: IncomingHttpHeaders | undefined;
   let trailers: IncomingHttpHeaders | undefined;
@@ -85,10 +86,17 @@ export async function unaryCall(
   session: ClientHttp2Session,
   path: string,
   body: Buffer,
+  extraHeaders: Readonly<Record<string, string>> = {},
 ): Promise<UnaryAnswer> {
   let message: Buffer | undefined;
-  const { done } = streamCall(session, path, body, (m) => {
-    message ??= m;
-  });
+  const { done } = streamCall(
+    session,
+    path,
+    body,
+    (m) => {
+      message ??= m;
+    },
+    extraHeaders,
+  );
   return { ...(await done), message: message ?? Buffer.alloc(0) };
 }

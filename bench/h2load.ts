@@ -24,6 +24,8 @@ export interface H2loadConfig {
   readonly windowMs: number;
   /** Where h2load writes one line per measured request (start, status, duration). */
   readonly logFile: string;
+  /** More request headers (`authorization: Bearer ...`). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /** h2load's arguments for `config`: one thread, timing-based, gRPC headers. */
@@ -45,6 +47,7 @@ export function h2loadArgs(config: H2loadConfig): string[] {
     "content-type: application/grpc",
     "-H",
     "te: trailers",
+    ...Object.entries(config.headers ?? {}).flatMap(([name, value]) => ["-H", `${name}: ${value}`]),
     "--log-file",
     config.logFile,
     `http://${config.address}${config.path}`,

@@ -70,10 +70,15 @@ function rowOf(
 }
 
 /** One call of `body`, which must answer grpc-status 0 (h2load cannot tell). */
-async function probe(address: string, path: string, body: Buffer): Promise<void> {
+async function probe(
+  address: string,
+  path: string,
+  body: Buffer,
+  headers: Readonly<Record<string, string>> = {},
+): Promise<void> {
   const [session] = await connectAll(address, 1);
   if (session === undefined) throw new Error("no connection");
-  const answer = await unaryCall(session, path, body);
+  const answer = await unaryCall(session, path, body, headers);
   session.close();
   if (answer.status !== 0) throw new Error(`probe of ${path} answered ${answer.error}`);
 }
@@ -88,7 +93,12 @@ export async function h2loadRow<Desc extends DescMessage>(
   address: string,
   watched: Watched,
   shape: LoadShape,
-  call: { path: string; schema: Desc; init: MessageInitShape<Desc> },
+  call: {
+    path: string;
+    schema: Desc;
+    init: MessageInitShape<Desc>;
+    headers?: Readonly<Record<string, string>>;
+  },
 ): Promise<Row> {
   const dir = mkdtempSync(join(tmpdir(), "suggest-task-h2load-"));
   try {
@@ -96,7 +106,7 @@ export async function h2loadRow<Desc extends DescMessage>(
     const bodyFile = join(dir, "body.bin");
     const logFile = join(dir, "requests.log");
     writeFileSync(bodyFile, body);
-    await probe(address, call.path, body);
+    await probe(address, call.path, body, call.headers);
     const args = h2loadArgs({
       address,
       path: call.path,
@@ -106,9 +116,10 @@ export async function h2loadRow<Desc extends DescMessage>(
       streams: shape.inFlight,
       warmupMs: shape.warmupMs,
       windowMs: shape.windowMs,
+      ...(call.headers === undefined ? {} : { headers: call.headers }),
     });
     const { stdout, samples } = await runMeasured("h2load", args, { ...watched }, H2LOAD_MARKS);
-    await probe(address, call.path, body);
+    await probe(address, call.path, body, call.headers);
     const summary = parseH2loadSummary(stdout);
     const latency = latencyFromLog(readFileSync(logFile, "utf8"));
     const cpu = between(samples, "window-start", "window-end");

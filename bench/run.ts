@@ -18,6 +18,7 @@ import {
   ListSuggestionsRequestSchema,
 } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { freePort, socketPathIn, startRedisServer } from "../server/redis/redis-server-process.js";
+import { measureAuthCost } from "./auth-cost.js";
 import { measureFanout, measureStartConcurrency } from "./extras.js";
 import { H2LOAD_MISSING, h2loadVersion } from "./h2load.js";
 import { runHistoryBench } from "./history.js";
@@ -298,6 +299,10 @@ async function main(): Promise<void> {
     const data = (await step("preparing data", () => prepare(redis.url), true)) as Data;
     rows.push(await noopRow(redis.pid, "first"));
     rows.push(...(await measureService(redis, data, extra, started)));
+    extra.authCost = await step("GetSuggestion with a JWT against a static token", () =>
+      measureAuthCost(redis, data.readChat, SHAPE),
+    );
+    rows.push(...(extra.authCost?.rows ?? []));
     extra.history = await step("a chat of 10,000 records against a fresh one", () =>
       runHistoryBench(redis.url),
     );

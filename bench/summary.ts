@@ -2,6 +2,7 @@
  * The "also measured" lines of the report: each figure measured outside the load
  * windows, said in words beside its target. Pure.
  */
+import type { AuthCostResult } from "./auth-cost.js";
 import type { FanoutFigures, StartConcurrencyFigures } from "./extras.js";
 import type { HistoryBenchResult } from "./history.js";
 import type { RedisBenchmarkFigure } from "./redis-floor.js";
@@ -23,6 +24,7 @@ export interface Extra {
   history?: HistoryBenchResult | undefined;
   tracingOff?: TracingOffResult | undefined;
   workspaceInbox?: WorkspaceInboxResult | undefined;
+  authCost?: AuthCostResult | undefined;
 }
 
 const n0 = (x: number) => Math.round(x).toLocaleString("en-US");
@@ -129,6 +131,16 @@ function watchersLine(w: Record<string, unknown>): ExtraRow {
   };
 }
 
+/** GetSuggestion's server CPU per call with a JWT, as a multiple of a static token's. */
+function authCostLine(a: AuthCostResult): ExtraRow {
+  return {
+    measure: "GetSuggestion with a JWT vs with a static token (server CPU per call)",
+    figure: `${n1(a.jwtUsPerCall)} vs ${n1(a.staticUsPerCall)} µs (${a.ratio.toFixed(2)}×)`,
+    target: "≤ 1.15×",
+    met: a.ratio <= 1.15,
+  };
+}
+
 /** The "also measured" lines, in the report's order. */
 export function extraRowsOf(extra: Extra, rows: readonly Row[], machineCores: number): ExtraRow[] {
   return [
@@ -139,5 +151,6 @@ export function extraRowsOf(extra: Extra, rows: readonly Row[], machineCores: nu
     ...(extra.watchers === undefined ? [] : [watchersLine(extra.watchers)]),
     ...(extra.tracingOff === undefined ? [] : [tracingOffLine(extra.tracingOff)]),
     ...(extra.workspaceInbox === undefined ? [] : inboxLines(extra.workspaceInbox)),
+    ...(extra.authCost === undefined ? [] : [authCostLine(extra.authCost)]),
   ];
 }

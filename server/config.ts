@@ -49,6 +49,21 @@ export interface ServiceConfig {
   /** A PEM certificate and key for TLS; unset: cleartext (h2c and HTTP/1.1). */
   readonly tlsCertFile: string | undefined;
   readonly tlsKeyFile: string | undefined;
+  /**
+   * A PEM bundle of the CAs whose client certificates are accepted (`TLS_CLIENT_CA_FILE`,
+   * with TLS): every connection must present one they signed, or the handshake fails.
+   */
+  readonly tlsClientCaFile: string | undefined;
+  /**
+   * Client certificate identities mapped to roles and grants (`AUTH_CLIENT_CERTS_FILE`,
+   * a JSON object; docs/operating.md), for calls that present no bearer token.
+   */
+  readonly authClientCertsFile: string | undefined;
+  /**
+   * Origins whose pages may call the service from a browser (`CORS_ALLOWED_ORIGINS`,
+   * comma-separated, `*` for any); empty: none (same-origin pages only).
+   */
+  readonly corsAllowedOrigins: readonly string[];
   /** pino's level for the call log: fatal, error, warn, info, debug, trace or silent. */
   readonly logLevel: string;
   /** Unary binary gRPC answered straight on HTTP/2 streams (server/transport/grpc-fast-path.ts). */
@@ -115,6 +130,9 @@ export const defaultConfig: Readonly<ServiceConfig> = Object.freeze({
   metricsPort: undefined,
   tlsCertFile: undefined,
   tlsKeyFile: undefined,
+  tlsClientCaFile: undefined,
+  authClientCertsFile: undefined,
+  corsAllowedOrigins: Object.freeze([]) as readonly string[],
   logLevel: "info",
   grpcFastPath: true,
   singleRedisScripts: false,
@@ -245,6 +263,27 @@ function jwtSettings(env: Env): JwtSettings | undefined {
   return { jwksFile, jwksUrl, issuer, audience };
 }
 
+/** Comma-separated origins (`https://app.example.com`, `http://localhost:5173`) or `*`. */
+function origins(env: Env, name: string): readonly string[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === "") return [];
+  return raw.split(",").map((entry) => {
+    const origin = entry.trim();
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = undefined;
+    }
+    if (origin !== "*" && parsed?.origin !== origin) {
+      throw new ConfigError(
+        `${name} must be origins separated by commas, each scheme://host[:port] with no path or trailing slash, or * (got "${origin}")`,
+      );
+    }
+    return origin;
+  });
+}
+
 function flag(env: Env, name: string, fallback: boolean): boolean {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
@@ -253,13 +292,25 @@ function flag(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(`${name} must be 1, 0, true or false (got "${raw}")`);
 }
 
-function tlsFiles(env: Env): { cert: string | undefined; key: string | undefined } {
+function tlsFiles(env: Env) {
   const cert = env.TLS_CERT_FILE || undefined;
   const key = env.TLS_KEY_FILE || undefined;
+  const clientCa = env.TLS_CLIENT_CA_FILE || undefined;
+  const clientCerts = env.AUTH_CLIENT_CERTS_FILE || undefined;
   if ((cert === undefined) !== (key === undefined)) {
     throw new ConfigError("TLS_CERT_FILE and TLS_KEY_FILE must be set together");
   }
-  return { cert, key };
+  if (clientCa !== undefined && cert === undefined) {
+    throw new ConfigError(
+      "TLS_CLIENT_CA_FILE needs TLS_CERT_FILE and TLS_KEY_FILE (client certificates come with TLS)",
+    );
+  }
+  if (clientCerts !== undefined && clientCa === undefined) {
+    throw new ConfigError(
+      "AUTH_CLIENT_CERTS_FILE needs TLS_CLIENT_CA_FILE (the CA that signs the client certificates)",
+    );
+  }
+  return { cert, key, clientCa, clientCerts };
 }
 
 /**
@@ -290,6 +341,9 @@ export function configFromEnv(env: Env, openFileLimit?: number): ServiceConfig {
         : integer(env, "METRICS_PORT", 0, 0, 65535),
     tlsCertFile: tls.cert,
     tlsKeyFile: tls.key,
+    tlsClientCaFile: tls.clientCa,
+    authClientCertsFile: tls.clientCerts,
+    corsAllowedOrigins: origins(env, "CORS_ALLOWED_ORIGINS"),
     logLevel,
     grpcFastPath: flag(env, "GRPC_FAST_PATH", defaultConfig.grpcFastPath),
     singleRedisScripts: flag(env, "SINGLE_REDIS_SCRIPTS", defaultConfig.singleRedisScripts),

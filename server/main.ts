@@ -30,7 +30,10 @@ async function main(): Promise<void> {
   const command = operatorCommand(process.argv[2]);
   if (command === "help") return console.log(USAGE);
   let config = configFromEnv(process.env, openFileLimit());
-  const authOn = config.authTokens.length > 0 || config.authJwt !== undefined;
+  const authOn =
+    config.authTokens.length > 0 ||
+    config.authJwt !== undefined ||
+    config.authClientCertsFile !== undefined;
   if (!authOn && !isLoopback(config.host)) {
     console.log(
       `suggest-task: no AUTH_TOKENS (nor AUTH_JWKS_FILE or AUTH_JWKS_URL) are set, so it listens on loopback only (127.0.0.1), not on ${config.host}`,
@@ -205,9 +208,12 @@ function authSummary(config: ServiceConfig): string {
     ...(config.authTokens.length > 0 ? [`${config.authTokens.length} token(s)`] : []),
     ...(config.authJwt ? [`JWTs of ${config.authJwt.issuer}`] : []),
   ];
+  const certs = config.authClientCertsFile ? "; client certificates mapped to roles" : "";
   return kinds.length > 0
-    ? `bearer auth: ${kinds.join(" and ")}`
-    : "no auth (AUTH_TOKENS unset): loopback only";
+    ? `bearer auth: ${kinds.join(" and ")}${certs}`
+    : certs !== ""
+      ? "client certificates mapped to roles"
+      : "no auth (AUTH_TOKENS unset): loopback only";
 }
 
 /** True for addresses only this machine can reach. */

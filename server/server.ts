@@ -14,6 +14,11 @@ import { traceChatHost } from "./host/traced-host.js";
 import { logDestination } from "./log-destination.js";
 import { bearerAuth, Credentials, holdsRole } from "./pipeline/auth.js";
 import type { PipelineOptions } from "./pipeline/call-pipeline.js";
+import {
+  type CertificateGrant,
+  connectionValues,
+  readClientCertMap,
+} from "./pipeline/client-certs.js";
 import { JwtVerifier } from "./pipeline/jwt-verifier.js";
 import { createTelemetry, type Telemetry } from "./pipeline/telemetry.js";
 import { logRedisOutages } from "./redis/outage-log.js";
@@ -32,6 +37,7 @@ import { shuttingDown, WatchHub } from "./store/watch-hub.js";
 import { WorkspaceInbox } from "./store/workspace-inbox.js";
 import { createConnectAdapter } from "./transport/connect-adapter.js";
 import type { ClientLimits } from "./transport/connection-guard.js";
+import { withCors } from "./transport/cors.js";
 import { followConnections } from "./transport/drain.js";
 import { createGrpcFastPath } from "./transport/grpc-fast-path.js";
 import { withSpecGrpcMessage } from "./transport/grpc-message.js";
@@ -82,6 +88,9 @@ export type ServerSettings = Pick<
       | "metricsPort"
       | "tlsCertFile"
       | "tlsKeyFile"
+      | "tlsClientCaFile"
+      | "authClientCertsFile"
+      | "corsAllowedOrigins"
       | "logLevel"
       | "chatHostToken"
       | "grpcFastPath"
@@ -115,7 +124,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   // (server/transport/request-text.ts), clients in the process decode as usual, and text
   // is encoded through Node's Buffer.
   configureProtobufText();
-  const parts = createParts(settings);
+  const parts = createParts(settings, await clientCertsOf(settings));
   await refuseUnfitStore(parts, settings);
   const shutdown = new AbortController();
   // Every call in flight (each watcher, too) listens to it until it ends.
@@ -123,6 +132,8 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   const services = buildServices(parts);
   const readiness = parts.readiness;
   const answerHeaders = serverIdentityHeaders();
+  // With client certificates, each call carries its connection's verified identity.
+  const valuesOf = settings.tlsClientCaFile === undefined ? undefined : connectionValues;
   const fastPath =
     settings.grpcFastPath === false
       ? undefined
@@ -130,6 +141,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
           readMaxBytes: settings.readMaxBytes,
           shutdownSignal: shutdown.signal,
           answerHeaders,
+          ...(valuesOf && { valuesOf }),
         });
   const handler = createConnectAdapter({
     routes: routesOf(services),
@@ -143,8 +155,9 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
     readMaxBytes: settings.readMaxBytes,
     shutdownSignal: shutdown.signal,
     answerHeaders,
+    ...(valuesOf && { valuesOf }),
   });
-  const server = await listener(settings, withSpecGrpcMessage(handler), fastPath);
+  const server = await listener(settings, withSpecGrpcMessage(corsOf(settings, handler)), fastPath);
   const connections = followConnections(server);
   const port = await listen(server, settings, parts.telemetry);
   const metrics =
@@ -180,6 +193,26 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
     ...{ readiness, watchers, close },
     ...(metrics === undefined ? {} : { metricsUrl: `http://${hostInUrl}:${metrics.port}` }),
   };
+}
+
+/**
+ * `handler` answering browsers of CORS_ALLOWED_ORIGINS (transport/cors.ts), the answers'
+ * identity headers readable by their pages; `handler` itself when none are allowed.
+ */
+function corsOf(settings: ServerSettings, handler: DualHandler): DualHandler {
+  const origins = settings.corsAllowedOrigins ?? [];
+  if (origins.length === 0) return handler;
+  return withCors(handler, origins, Object.keys(serverIdentityHeaders()));
+}
+
+/** AUTH_CLIENT_CERTS_FILE's identities and grants; a file that does not parse stops the start. */
+async function clientCertsOf(
+  settings: ServerSettings,
+): Promise<ReadonlyMap<string, CertificateGrant> | undefined> {
+  if (settings.authClientCertsFile === undefined) return undefined;
+  return readClientCertMap(settings.authClientCertsFile).catch((err: Error) => {
+    throw new ConfigError(err.message);
+  });
 }
 
 /**
@@ -231,7 +264,10 @@ type Parts = RoutesDeps & {
 };
 
 /** Telemetry, Redis, the store, the chat host, the watch hub, the start locks, the pipeline. */
-function createParts(settings: ServerSettings): Parts {
+function createParts(
+  settings: ServerSettings,
+  clientCerts: ReadonlyMap<string, CertificateGrant> | undefined,
+): Parts {
   // Buffered unless stdout is a terminal, and flushed every second (log-destination.ts).
   const logOut = settings.logger ? undefined : logDestination(process.stdout.isTTY === true);
   const telemetry = createTelemetry(
@@ -250,6 +286,7 @@ function createParts(settings: ServerSettings): Parts {
   const credentials = new Credentials({
     tokens: settings.authTokens ?? [],
     jwt: settings.authJwt === undefined ? undefined : new JwtVerifier(settings.authJwt),
+    clientCerts,
   });
   const pipeline: PipelineOptions = {
     // Telemetry first, so that it sees every call; auth before anything reads the request.
@@ -392,13 +429,16 @@ async function listener(
       clientLimitsOf(settings),
     );
   }
-  const [cert, key] = await Promise.all([
+  const [cert, key, ca] = await Promise.all([
     readFile(settings.tlsCertFile),
     readFile(settings.tlsKeyFile),
+    settings.tlsClientCaFile === undefined ? undefined : readFile(settings.tlsClientCaFile),
   ]);
+  // TLS_CLIENT_CA_FILE: a client without a certificate its CAs signed fails the handshake.
+  const clientAuth = ca === undefined ? {} : { ca, requestCert: true, rejectUnauthorized: true };
   return createTlsOnePortServer(
     handler,
-    { cert, key, settings: H2_SETTINGS, maxSessionMemory: 64 },
+    { cert, key, ...clientAuth, settings: H2_SETTINGS, maxSessionMemory: 64 },
     fastPath,
     clientLimitsOf(settings),
   );

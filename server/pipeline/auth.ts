@@ -3,6 +3,13 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { ALL_WORKSPACES, parseScope, type WorkspaceGrants } from "../domain/grants.js";
 import { callerGrantsKey } from "../rpc/caller-grants.js";
 import type { Call, CallHook } from "./call-pipeline.js";
+import {
+  type CertificateGrant,
+  type ClientIdentity,
+  certificateGrant,
+  clientIdentityKey,
+  identityName,
+} from "./client-certs.js";
 import type { JwtVerifier } from "./jwt-verifier.js";
 
 /** The roles a credential can hold. `metrics` reads `GET /metrics` and calls no RPC. */
@@ -82,6 +89,11 @@ export interface AuthSettings {
   readonly tokens: readonly TokenGrant[];
   /** Bearer JWTs (`AUTH_JWKS_FILE` or `AUTH_JWKS_URL`), when configured. */
   readonly jwt?: JwtVerifier | undefined;
+  /**
+   * Client certificate identities and what they grant (AUTH_CLIENT_CERTS_FILE), read for
+   * a call that presents no bearer token on a connection whose certificate was verified.
+   */
+  readonly clientCerts?: ReadonlyMap<string, CertificateGrant> | undefined;
 }
 
 /** The most verified JWTs kept; the oldest is forgotten first. */
@@ -96,6 +108,7 @@ const JWT_CACHE_SIZE = 10_000;
 export class Credentials {
   readonly #static: readonly { readonly digest: Buffer; readonly principal: Principal }[];
   readonly #jwt: JwtVerifier | undefined;
+  readonly #certs: ReadonlyMap<string, CertificateGrant> | undefined;
   readonly #verified = new Map<string, { principal: Principal; expiresAtMs: number }>();
 
   constructor(settings: AuthSettings) {
@@ -104,11 +117,24 @@ export class Credentials {
       principal: { roles: [t.role], grants: t.grants ?? ALL_WORKSPACES },
     }));
     this.#jwt = settings.jwt;
+    this.#certs = settings.clientCerts;
   }
 
   /** True when any credential is configured (else every call is allowed). */
   get enabled(): boolean {
-    return this.#static.length > 0 || this.#jwt !== undefined;
+    return this.#static.length > 0 || this.#jwt !== undefined || this.#certs !== undefined;
+  }
+
+  /** True when client certificates are mapped to roles (AUTH_CLIENT_CERTS_FILE). */
+  get acceptsCertificates(): boolean {
+    return this.#certs !== undefined;
+  }
+
+  /** The principal of a verified client certificate; undefined when it is not mapped. */
+  principalOfCertificate(identity: ClientIdentity): Principal | undefined {
+    const grant = this.#certs === undefined ? undefined : certificateGrant(this.#certs, identity);
+    if (grant === undefined) return undefined;
+    return { roles: ROLES.filter((r) => grant.words.includes(r)), grants: grant.grants };
   }
 
   /** The principal of `token`; undefined when it is none. */
@@ -173,20 +199,35 @@ export function bearerAuth(settings: Credentials | AuthSettings | readonly Token
           Array.isArray(settings) ? { tokens: settings } : (settings as AuthSettings),
         );
   if (!credentials.enabled) return {};
-  const admit = (call: Call, principal: Principal | undefined) => {
+  const admit = (call: Call, principal: Principal | undefined, noun = "token") => {
     if (principal === undefined) throw new ConnectError(UNAUTHENTICATED, Code.Unauthenticated);
     if (!mayCall(principal.roles, call.procedure)) {
       throw new ConnectError(
-        `${credentialOf(principal.roles)} may not call ${call.procedure.slice(1)}`,
+        `${credentialOf(principal.roles, noun)} may not call ${call.procedure.slice(1)}`,
         Code.PermissionDenied,
       );
     }
     if (!principal.grants.all) call.context.values.set(callerGrantsKey, principal.grants);
   };
+  /** A call without a bearer token, on a connection whose client certificate was verified. */
+  const admitCertificate = (call: Call, identity: ClientIdentity) => {
+    const principal = credentials.principalOfCertificate(identity);
+    if (principal === undefined) {
+      throw new ConnectError(
+        `the client certificate ${identityName(identity)} is granted no role`,
+        Code.PermissionDenied,
+      );
+    }
+    admit(call, principal, "certificate");
+  };
   return {
     before(call) {
       if (!GUARDED_SERVICES.some((prefix) => call.procedure.startsWith(prefix))) return undefined;
       const token = presentedToken(call.context.requestHeader.get("authorization"));
+      if (token === undefined && credentials.acceptsCertificates) {
+        const identity = call.context.values.get(clientIdentityKey);
+        if (identity !== undefined) return admitCertificate(call, identity);
+      }
       const principal = credentials.principalOf(token);
       // A JWT seen for the first time waits for its verification; then it is kept.
       return principal instanceof Promise
@@ -210,9 +251,12 @@ export async function holdsRole(
   return principal?.roles.includes(role) === true;
 }
 
-/** `a token of the app role`, `a token of the agent and app roles`, `a token of no role`. */
-function credentialOf(roles: readonly Role[]): string {
-  if (roles.length === 0) return "a token of no role";
-  if (roles.length === 1) return `a token of the ${roles[0]} role`;
-  return `a token of the ${roles.slice(0, -1).join(", ")} and ${roles.at(-1)} roles`;
+/**
+ * `a token of the app role`, `a token of the agent and app roles`, `a token of no role`
+ * (`a certificate of ...` for a client certificate's).
+ */
+function credentialOf(roles: readonly Role[], noun: string): string {
+  if (roles.length === 0) return `a ${noun} of no role`;
+  if (roles.length === 1) return `a ${noun} of the ${roles[0]} role`;
+  return `a ${noun} of the ${roles.slice(0, -1).join(", ")} and ${roles.at(-1)} roles`;
 }

@@ -9,6 +9,7 @@ import type { ChatHost } from "../host/chat-host.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import type { Watch, WatchHub } from "../store/watch-hub.js";
 import { callerGrants } from "./caller-grants.js";
+import { deleteSuggestions } from "./delete-suggestions.js";
 import { storeCall, suggestionError } from "./errors.js";
 import { listSettlements } from "./list-settlements.js";
 import { getSuggestion, listSuggestions } from "./list-suggestions.js";
@@ -29,8 +30,10 @@ import { withdrawSuggestion } from "./withdraw-suggestion.js";
  *   it does not exist, and Start answers it `task-suggestion/not-found`, as an absent one;
  * - SuggestTask and WithdrawSuggestion ask a host that knows no session of a workspace
  *   not granted (nor, without `workspace:*`, one in no workspace);
+ * - DeleteSuggestions of a chat whose offers or session name a workspace not granted
+ *   erases nothing and answers as for an absent chat (the same empty answer);
  * - the inbox of a workspace not granted is PERMISSION_DENIED.
- * Pinned by test/rpc/tenants.test.ts.
+ * Pinned by test/pipeline/jwt-tenants.test.ts.
  */
 export function guardTenants(
   impl: ServiceImpl<typeof SuggestionService>,
@@ -94,6 +97,11 @@ export function guardTenants(
       checkWorkspace(request.workspaceId, grants);
       return impl.watchWorkspaceSuggestions(request, context);
     }),
+    deleteSuggestions: by(impl.deleteSuggestions, (request, _, grants) =>
+      deleteSuggestions(deps, request, (workspaces) =>
+        workspaces.every((ws) => isGranted(grants, ws)),
+      ),
+    ),
   };
 }
 

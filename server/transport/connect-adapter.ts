@@ -12,6 +12,7 @@ import {
 } from "@connectrpc/connect-node";
 import { holdDeadlineHeaders } from "./call-timeout.js";
 import { refusedGetMessage, withGetCaching } from "./connect-get.js";
+import type { ConnectionValues } from "./handler-types.js";
 import { parseRequestMessage, REQUEST_READ_OPTIONS } from "./request-message.js";
 
 /** A request either HTTP version hands over. */
@@ -27,6 +28,8 @@ export type ConnectAdapterOptions = Pick<
   readonly readMaxBytes: number;
   /** Headers set on every RPC's answer (the server's version and contract revision). */
   readonly answerHeaders?: Readonly<Record<string, string>>;
+  /** The context values each call starts with, from its connection (a client certificate). */
+  readonly valuesOf?: ConnectionValues;
 };
 
 /**
@@ -70,7 +73,8 @@ export function createConnectAdapter(
       return;
     }
     holdDeadlineHeaders(req.headers);
-    const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
+    const values = options.valuesOf?.(req.socket);
+    const uReq = universalRequestFromNodeRequest(req, res, undefined, values);
     const refused =
       uReq.method === "GET" ? refusedGetMessage(uReq, handler.method.input) : undefined;
     if (refused !== undefined) {

@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { callerTimeout } from "./call-timeout.js";
 import { headerValue, parseFrame } from "./grpc-wire.js";
+import type { ConnectionValues } from "./handler-types.js";
 import { LazyContext } from "./lazy-handler-context.js";
 
 /**
@@ -15,7 +16,7 @@ export function openCall(
   stream: ServerHttp2Stream,
   headers: IncomingHttpHeaders,
   route: { readonly service: DescService; readonly method: DescMethod },
-  options: { readonly shutdownSignal: AbortSignal },
+  options: { readonly shutdownSignal: AbortSignal; readonly valuesOf?: ConnectionValues },
   body: Buffer,
 ): { readonly input: unknown; readonly context: LazyContext } {
   const input = parseFrame(route.method.input, body);

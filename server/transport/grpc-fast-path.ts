@@ -5,7 +5,7 @@ import { closeUnread } from "./error-answer.js";
 import { openCall } from "./grpc-call.js";
 import { serveServerStream } from "./grpc-server-stream.js";
 import { frameOf, GRPC_OK, GRPC_RESPONSE_HEADERS, statusOf, toConnectError } from "./grpc-wire.js";
-import type { ServedService, StreamHandler } from "./handler-types.js";
+import type { ConnectionValues, ServedService, StreamHandler } from "./handler-types.js";
 
 /** How the fast path runs. */
 export interface GrpcFastPathOptions {
@@ -15,6 +15,8 @@ export interface GrpcFastPathOptions {
   readonly shutdownSignal: AbortSignal;
   /** Headers set on every answer (the server's version and contract revision). */
   readonly answerHeaders?: Readonly<Record<string, string>>;
+  /** The context values each call starts with, from its connection (a client certificate). */
+  readonly valuesOf?: ConnectionValues;
 }
 
 /** The options a call is served with: the response headers made once. */

@@ -3,7 +3,7 @@ import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import { openCall } from "./grpc-call.js";
 import { frameOf, GRPC_OK, GRPC_RESPONSE_HEADERS, statusOf, toConnectError } from "./grpc-wire.js";
-import { type Pushable, pushableOf } from "./handler-types.js";
+import { type ConnectionValues, type Pushable, pushableOf } from "./handler-types.js";
 import type { LazyContext } from "./lazy-handler-context.js";
 
 /** A server-streaming method as the fast path routes it. */
@@ -30,6 +30,7 @@ export async function serveServerStream(
   route: ServerStreamRoute,
   options: {
     readonly shutdownSignal: AbortSignal;
+    readonly valuesOf?: ConnectionValues;
     readonly responseHeaders?: Readonly<Record<string, string | number>>;
   },
   body: Buffer,

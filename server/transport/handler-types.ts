@@ -1,7 +1,8 @@
 import type http from "node:http";
 import type http2 from "node:http2";
+import type { Socket } from "node:net";
 import type { DescService } from "@bufbuild/protobuf";
-import type { ServiceImpl } from "@connectrpc/connect";
+import type { ContextValues, ServiceImpl } from "@connectrpc/connect";
 
 /**
  * The types every transport module shares. They live apart from the modules that use
@@ -20,6 +21,14 @@ export type StreamHandler = (
   stream: http2.ServerHttp2Stream,
   headers: http2.IncomingHttpHeaders,
 ) => boolean;
+
+/**
+ * The context values a call starts with, made from the connection it came on (a TLS
+ * socket carries the client's certificate): both the fast path and connect-node call it
+ * once per call, so that what a connection proves reaches the call pipeline whatever the
+ * protocol.
+ */
+export type ConnectionValues = (socket: Socket) => ContextValues;
 
 /**
  * A service as a transport serves it: its descriptor and its implementation, already

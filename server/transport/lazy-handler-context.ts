@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
+import type { Socket } from "node:net";
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import {
   Code,
@@ -8,6 +9,7 @@ import {
   type HandlerContext,
 } from "@connectrpc/connect";
 import { requestHeaderOf } from "./grpc-wire.js";
+import type { ConnectionValues } from "./handler-types.js";
 
 /**
  * A handler context whose parts are made only when a handler reads them, as one object
@@ -39,6 +41,7 @@ export class LazyContext implements HandlerContext {
   readonly #headers: IncomingHttpHeaders;
   readonly #shutdown: AbortSignal;
   readonly #deadline: number | undefined;
+  readonly #valuesOf: ConnectionValues | undefined;
   #controller: AbortController | undefined;
   #requestHeader: Headers | undefined;
   #responseHeader: Headers | undefined;
@@ -51,7 +54,7 @@ export class LazyContext implements HandlerContext {
     stream: ServerHttp2Stream,
     headers: IncomingHttpHeaders,
     route: { readonly service: DescService; readonly method: DescMethod },
-    options: { readonly shutdownSignal: AbortSignal },
+    options: { readonly shutdownSignal: AbortSignal; readonly valuesOf?: ConnectionValues },
     timeoutMs: number | undefined,
   ) {
     this.service = route.service;
@@ -61,6 +64,7 @@ export class LazyContext implements HandlerContext {
     this.#headers = headers;
     this.#shutdown = options.shutdownSignal;
     this.#deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+    this.#valuesOf = options.valuesOf;
   }
 
   timeoutMs(): number | undefined {
@@ -139,7 +143,8 @@ export class LazyContext implements HandlerContext {
   }
 
   get values(): ContextValues {
-    this.#values ??= createContextValues();
+    this.#values ??=
+      this.#valuesOf?.(this.#stream.session?.socket as Socket) ?? createContextValues();
     return this.#values;
   }
 

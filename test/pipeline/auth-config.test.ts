@@ -51,3 +51,30 @@ test("JWT settings need a key set, an issuer and an audience together", () => {
     }).authJwt,
   ).toEqual({ jwksFile: undefined, jwksUrl: "https://i.test/jwks", issuer: "i", audience: "a" });
 });
+
+test("client certificates come with TLS, and their mapping with the CA that signs them", () => {
+  expect(() => configFromEnv({ TLS_CLIENT_CA_FILE: "ca.pem" })).toThrow(
+    "TLS_CLIENT_CA_FILE needs TLS_CERT_FILE and TLS_KEY_FILE (client certificates come with TLS)",
+  );
+  const tls = { TLS_CERT_FILE: "cert.pem", TLS_KEY_FILE: "key.pem" };
+  expect(() => configFromEnv({ ...tls, AUTH_CLIENT_CERTS_FILE: "certs.json" })).toThrow(
+    "AUTH_CLIENT_CERTS_FILE needs TLS_CLIENT_CA_FILE (the CA that signs the client certificates)",
+  );
+  const config = configFromEnv({
+    ...tls,
+    TLS_CLIENT_CA_FILE: "ca.pem",
+    AUTH_CLIENT_CERTS_FILE: "certs.json",
+  });
+  expect([config.tlsClientCaFile, config.authClientCertsFile]).toEqual(["ca.pem", "certs.json"]);
+});
+
+test("CORS_ALLOWED_ORIGINS takes origins or *, and refuses anything else naming it", () => {
+  expect(
+    configFromEnv({ CORS_ALLOWED_ORIGINS: "https://app.example.com, http://localhost:5173" })
+      .corsAllowedOrigins,
+  ).toEqual(["https://app.example.com", "http://localhost:5173"]);
+  expect(configFromEnv({ CORS_ALLOWED_ORIGINS: "*" }).corsAllowedOrigins).toEqual(["*"]);
+  expect(() => configFromEnv({ CORS_ALLOWED_ORIGINS: "https://app.example.com/" })).toThrow(
+    'CORS_ALLOWED_ORIGINS must be origins separated by commas, each scheme://host[:port] with no path or trailing slash, or * (got "https://app.example.com/")',
+  );
+});
