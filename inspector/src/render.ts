@@ -3,6 +3,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import {
   ApprovalPolicy,
   type Chat,
+  DismissReason,
   MessageAuthor,
   Permission,
   SandboxMode,
@@ -15,6 +16,27 @@ import { type Child, h } from "./dom.js";
 /** The four things a person does with a suggestion, as the buttons name them. */
 export const ACTIONS = ["Start", "Draft", "Dismiss", "Restore"] as const;
 export type Action = (typeof ACTIONS)[number];
+
+/**
+ * The actions a suggestion's state allows (the reference: started, drafted and dismissed
+ * apply only to an open offer, restored only to a dismissed one, the agent's withdrawal
+ * included), so a card never offers what the service would refuse. Started and drafted
+ * are final: no action.
+ */
+export function actionsFor(state: SuggestionState): readonly Action[] {
+  if (state === SuggestionState.OPEN) return ["Start", "Draft", "Dismiss"];
+  if (state === SuggestionState.DISMISSED) return ["Restore"];
+  return [];
+}
+
+/** A dismissal reason as the page says it, the words the SDK's settlement notes use. */
+export const REASON_WORDS: Readonly<Record<DismissReason, string>> = {
+  [DismissReason.UNSPECIFIED]: "No reason given",
+  [DismissReason.NOT_WANTED]: "Not wanted",
+  [DismissReason.ALREADY_DONE]: "Already done",
+  [DismissReason.DUPLICATE]: "A duplicate",
+  [DismissReason.OTHER]: "Other",
+};
 
 /** What a card can ask the page to do. */
 export interface CardHandlers {
@@ -38,8 +60,13 @@ function time(ts: Timestamp | undefined): Child {
 /** Where a suggestion stands: its state, when it was offered, who settled it and when. */
 function standing(s: Suggestion): HTMLElement {
   const name = SuggestionState[s.state] ?? "UNSPECIFIED";
+  const withdrawn = s.state === SuggestionState.DISMISSED && s.settledBy === Settler.AGENT;
   const parts: Child[] = [
-    h("span", { class: `state state-${name.toLowerCase()}` }, words(name)),
+    h(
+      "span",
+      { class: `state state-${name.toLowerCase()}` },
+      withdrawn ? "Withdrawn" : words(name),
+    ),
     " · offered ",
     time(s.offeredAt),
   ];
@@ -52,17 +79,49 @@ function standing(s: Suggestion): HTMLElement {
 }
 
 /**
- * One suggestion: title, tldr, the brief, where it stands, and the four buttons. Every
- * button is on every card: the service decides, and its exact message is shown on the card
+ * What the person chose when settling: a Start's options (only those chosen), or a
+ * dismissal's reason and note. Nothing for a settlement that chose nothing.
+ */
+function choices(s: Suggestion): Child[] {
+  if (s.state === SuggestionState.STARTED && s.startOptions !== undefined) {
+    const { model, permission, brief } = s.startOptions;
+    const chosen: string[] = [];
+    if (model !== "") chosen.push(`model ${model}`);
+    if (permission !== Permission.UNSPECIFIED) {
+      chosen.push(`permission ${words(Permission[permission]).toLowerCase()}`);
+    }
+    if (brief !== "") chosen.push("an edited brief");
+    if (chosen.length === 0) return [];
+    return [h("p", { class: "meta choices" }, `Started with ${chosen.join(", ")}.`)];
+  }
+  if (s.state !== SuggestionState.DISMISSED || s.settledBy === Settler.AGENT) return [];
+  const out: Child[] = [];
+  if (s.dismissReason !== DismissReason.UNSPECIFIED) {
+    out.push(
+      h(
+        "p",
+        { class: "meta choices" },
+        `Dismissed as ${REASON_WORDS[s.dismissReason].toLowerCase()}.`,
+      ),
+    );
+  }
+  if (s.dismissNote !== "") {
+    out.push(h("p", { class: "meta choices" }, "Their note: ", h("q", {}, s.dismissNote)));
+  }
+  return out;
+}
+
+/**
+ * One suggestion: title, tldr, the brief, where it stands, what the person chose, and the
+ * actions its state allows (`actionsFor`). A refusal's exact message is shown on the card
  * (`error`), as the debugging tool should show it.
  */
 export function card(s: Suggestion, error: string | undefined, on: CardHandlers): HTMLElement {
   const titleId = `title-${s.id}`;
-  const buttons = ACTIONS.map((action) =>
-    h("button", { type: "button", "data-focus-key": `${s.id}:${action}` }, action),
-  );
-  buttons.forEach((button, i) => {
-    button.addEventListener("click", () => on.act(ACTIONS[i] as Action, s));
+  const buttons = actionsFor(s.state).map((action) => {
+    const button = h("button", { type: "button", "data-focus-key": `${s.id}:${action}` }, action);
+    button.addEventListener("click", () => on.act(action, s));
+    return button;
   });
   const started = s.state === SuggestionState.STARTED && s.chatId !== "";
   const view = h("button", { type: "button", "data-focus-key": `${s.id}:chat` }, "View its chat");
@@ -74,8 +133,14 @@ export function card(s: Suggestion, error: string | undefined, on: CardHandlers)
     h("p", { class: "tldr" }, s.tldr),
     h("details", {}, h("summary", {}, "Brief"), h("p", { class: "brief" }, s.brief)),
     standing(s),
+    ...choices(s),
     started && h("p", { class: "meta" }, "Chat ", h("code", {}, s.chatId), " ", view),
-    h("div", { class: "actions", role: "group", "aria-label": `Settle “${s.title}”` }, ...buttons),
+    buttons.length > 0 &&
+      h(
+        "div",
+        { class: "actions", role: "group", "aria-label": `Settle “${s.title}”` },
+        ...buttons,
+      ),
     error !== undefined && h("p", { class: "error", role: "alert" }, error),
   );
 }
@@ -144,7 +209,14 @@ export function chatPanel(chat: Chat): HTMLElement[] {
       "ol",
       { class: "messages" },
       ...chat.messages.map((m) =>
-        h("li", {}, author(m.author), h("p", { class: "brief" }, m.text)),
+        h(
+          "li",
+          {},
+          author(m.author),
+          m.edited && " ",
+          m.edited && h("span", { class: "badge edited" }, "Edited by the person"),
+          h("p", { class: "brief" }, m.text),
+        ),
       ),
     ),
   ];

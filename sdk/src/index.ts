@@ -111,6 +111,7 @@ export {
   survivingWatch,
   type WatchCallOptions,
   type WatchPolicy,
+  type WatchReconnect,
 } from "./watch.js";
 export {
   callWithdrawSuggestionTool,

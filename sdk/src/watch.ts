@@ -31,7 +31,17 @@ export const DEFAULT_WATCH_POLICY: Settled<WatchPolicy> = Object.freeze({
 /** A connection that lasted this long starts the backoff afresh when it ends. */
 const HEALTHY_CONNECTION_MS = 5_000;
 
-/** A watch call's options: connect-es's, and `raw` for the stream as the server sends it. */
+/** Why a watch is about to reconnect, as `WatchCallOptions.onReconnecting` hears it. */
+export interface WatchReconnect {
+  /** How the stream ended: its error, or undefined when the server ended it with OK. */
+  readonly reason: ConnectError | undefined;
+  /** How long the watch waits before it opens the stream again, in ms. */
+  readonly waitMs: number;
+  /** How many ends in a row this is, counting afresh after a connection that lasted. */
+  readonly attempt: number;
+}
+
+/** A watch call's options: connect-es's, `raw`, and hooks that tell a UI how it is connected. */
 export interface WatchCallOptions extends CallOptions {
   /**
    * The stream as the server sends it: heartbeats included (none unless the request asks),
@@ -39,7 +49,21 @@ export interface WatchCallOptions extends CallOptions {
    * Leaving the loop still ends the call at once.
    */
   readonly raw?: boolean | undefined;
+  /**
+   * Called when the stream ended in a way a reconnect mends, before the wait that precedes
+   * the reconnect (a page can say "reconnecting"). Not called with `raw`.
+   */
+  readonly onReconnecting?: ((event: WatchReconnect) => void) | undefined;
+  /**
+   * Called when a stream of the watch, the first or a reconnect, delivers its first message
+   * (a state or a heartbeat): the watch is live again, even when the state it finds is the
+   * one last yielded and so is not yielded again. Not called with `raw`.
+   */
+  readonly onConnected?: (() => void) | undefined;
 }
+
+/** The hooks a reconnecting watch calls. */
+type WatchHooks = Pick<WatchCallOptions, "onReconnecting" | "onConnected">;
 
 /**
  * Codes that a reconnect cannot mend: the watch ends with them. Any other end (UNAVAILABLE
@@ -124,7 +148,7 @@ export function survivingWatch<Req extends WatchRequest, Desc extends DescMessag
   policy: WatchPolicy | false | undefined,
 ): (request: Req, options?: WatchCallOptions) => AsyncIterable<MessageShape<Desc>> {
   return (request, options = {}) => {
-    const { raw, ...callOptions } = options;
+    const { raw, onReconnecting, onConnected, ...callOptions } = options;
     if (raw === true || policy === false) {
       return endOnLeave((signal) => open(request, { ...callOptions, signal }), options.signal);
     }
@@ -154,6 +178,7 @@ export function survivingWatch<Req extends WatchRequest, Desc extends DescMessag
           settings,
           signal,
           deadline,
+          { onReconnecting, onConnected },
         ),
       options.signal,
     );
@@ -166,15 +191,22 @@ async function* reconnecting<Desc extends DescMessage>(
   settings: Settled<WatchPolicy>,
   signal: AbortSignal,
   deadline: number | undefined,
+  hooks: WatchHooks,
 ): AsyncGenerator<MessageShape<Desc>> {
   const backoff = { ...settings, maxAttempts: Number.POSITIVE_INFINITY, multiplier: 2 };
   let last: MessageShape<Desc> | undefined;
   let failures = 0;
   for (;;) {
     const opened = Date.now();
+    let reason: ConnectError | undefined;
     try {
       const left = deadline === undefined ? undefined : Math.max(1, deadline - opened);
+      let connected = false;
       for await (const message of connect(left)) {
+        if (!connected) {
+          connected = true;
+          hooks.onConnected?.();
+        }
         if ((message as unknown as WatchResponse).heartbeat) continue;
         if (last !== undefined && equals(schema, last, message)) continue;
         last = message;
@@ -184,12 +216,14 @@ async function* reconnecting<Desc extends DescMessage>(
       const error = ConnectError.from(err);
       if (signal.aborted || FINAL_CODES.has(error.code)) throw err;
       if (deadline !== undefined && Date.now() >= deadline) throw err;
+      reason = error;
     }
     failures = Date.now() - opened >= HEALTHY_CONNECTION_MS ? 1 : failures + 1;
     const wait = backoffMs(backoff, failures);
     if (deadline !== undefined && Date.now() + wait >= deadline) {
       throw new ConnectError("the operation timed out", Code.DeadlineExceeded);
     }
+    hooks.onReconnecting?.({ reason, waitMs: wait, attempt: failures });
     try {
       await sleep(wait, signal);
     } catch {

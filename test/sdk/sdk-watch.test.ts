@@ -100,6 +100,49 @@ describe("a watch on the SDK's defaults", () => {
     }
   });
 
+  test("onReconnecting hears each end a reconnect mends, onConnected each stream that answers", async () => {
+    const server = scriptedServer([
+      [lists("a"), { end: new ConnectError("draining", Code.Unavailable) }],
+      [lists("a"), { end: "ok" }],
+      [heartbeat, lists("b")],
+    ]);
+    const { url, close } = await server.started;
+    try {
+      const client = createSuggestionClient({
+        baseUrl: url,
+        watch: { initialBackoffMs: 10, maxBackoffMs: 20 },
+      });
+      const heard: string[] = [];
+      const seen: string[][] = [];
+      for await (const m of client.watchSuggestions(
+        { sessionId: "s-1" },
+        {
+          onConnected: () => heard.push("connected"),
+          onReconnecting: ({ reason, attempt, waitMs }) => {
+            expect(waitMs).toBeLessThanOrEqual(20);
+            heard.push(`${reason === undefined ? "ok" : reason.rawMessage} #${attempt}`);
+          },
+        },
+      )) {
+        seen.push(m.open.map((s) => s.title));
+        heard.push(`yield ${m.open.map((s) => s.title).join()}`);
+        if (seen.length === 2) break;
+      }
+      // The second stream's state repeats the first's: not yielded, but it is connected.
+      expect(heard).toEqual([
+        "connected",
+        "yield a",
+        "draining #1",
+        "connected",
+        "ok #2",
+        "connected",
+        "yield b",
+      ]);
+    } finally {
+      await close();
+    }
+  });
+
   test("ends on a code a reconnect cannot mend, after what it yielded", async () => {
     for (const code of [Code.PermissionDenied, Code.Unauthenticated, Code.InvalidArgument]) {
       const server = scriptedServer([

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { type BrowserContext, chromium } from "playwright-core";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { tempDir } from "./harness.js";
 
 /** Debian's `chromium` package; the tests never download a browser. */
@@ -42,4 +42,25 @@ export async function launchChromium(): Promise<{
       profile.remove();
     },
   };
+}
+
+/**
+ * What the page asked the service and what failed: answers of 400 and more, requests that
+ * got no answer, and console errors.
+ */
+export function watchFailures(page: Page): { calls: string[]; failures: string[] } {
+  const seen = { calls: [] as string[], failures: [] as string[] };
+  page.on("response", (res) => {
+    const path = new URL(res.url()).pathname;
+    if (path.startsWith("/oda.")) seen.calls.push(path);
+    if (res.status() >= 400) seen.failures.push(`${res.status()} ${path}`);
+  });
+  page.on("requestfailed", (req) => {
+    // A watch the page ends itself (closing the tab) is aborted, which is not a failure.
+    if (req.failure()?.errorText !== "net::ERR_ABORTED") seen.failures.push(`failed ${req.url()}`);
+  });
+  page.on("console", (msg) => {
+    if (msg.type() === "error") seen.failures.push(`console: ${msg.text()}`);
+  });
+  return seen;
 }
