@@ -21,6 +21,7 @@ import { freePort, socketPathIn, startRedisServer } from "../server/redis/redis-
 import { measureAuthCost } from "./auth-cost.js";
 import { measureFanout, measureStartConcurrency } from "./extras.js";
 import { H2LOAD_MISSING, h2loadVersion } from "./h2load.js";
+import { measureHeartbeats } from "./heartbeats.js";
 import { runHistoryBench } from "./history.js";
 import type { LoadConfig } from "./load.js";
 import { builtService, startNode } from "./measure.js";
@@ -28,6 +29,7 @@ import { prepare } from "./prepare.js";
 import { measureDiskFloor } from "./redis-floor.js";
 import type { Row } from "./report.js";
 import { writeReport } from "./report.js";
+import { measureRetryLayer } from "./retry-layer.js";
 import { h2loadRow, type LoadShape, nodeRow, type RowSpec, type Watched } from "./rows.js";
 import { type Extra, extraRowsOf } from "./summary.js";
 import { measureTracingOff } from "./tracing-off.js";
@@ -208,8 +210,9 @@ async function measureService(
   const port = await freePort();
   // BENCH_PROFILE_DIR: the service writes a CPU profile there (node --cpu-prof) at exit.
   const profile = process.env.BENCH_PROFILE_DIR;
+  const entry = builtService();
   const server = await startNode(
-    [...(profile ? ["--cpu-prof", `--cpu-prof-dir=${profile}`] : []), builtService()],
+    [...(profile ? ["--cpu-prof", `--cpu-prof-dir=${profile}`] : []), entry],
     {
       PORT: String(port),
       REDIS_URL: redis.socketUrl ?? redis.url,
@@ -231,11 +234,18 @@ async function measureService(
   extra.watchers = await step("10,000 idle watchers", () =>
     measureWatchers(address, server.pid, redis.url, data.watchSessions, data.watchOfferSessions),
   );
+  extra.retryLayer = await step(
+    "a unary call through the SDK's retry layer against one without",
+    () => measureRetryLayer(address, data.readChat),
+  );
   extra.workspaceInbox = await step(
     "a workspace inbox of 10,000 chats and 3,000 open suggestions",
     () => measureWorkspaceInbox(address, server.pid, redis.url),
   );
   await server.stop();
+  extra.heartbeats = await step("10,000 idle watchers with heartbeats against without", () =>
+    measureHeartbeats(entry, redis.socketUrl ?? redis.url, data.watchSessions),
+  );
   // Whenever the watchers' line is measured, its floor is too.
   extra.fanoutFloor = await step(
     "the same change on node:http2 alone (the fan-out's floor)",

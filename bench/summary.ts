@@ -4,9 +4,11 @@
  */
 import type { AuthCostResult } from "./auth-cost.js";
 import type { FanoutFigures, StartConcurrencyFigures } from "./extras.js";
+import type { HeartbeatFigures } from "./heartbeats.js";
 import type { HistoryBenchResult } from "./history.js";
 import type { RedisBenchmarkFigure } from "./redis-floor.js";
 import { type ExtraRow, limitOf, type Row } from "./report.js";
+import type { RetryLayerResult } from "./retry-layer.js";
 import type { TracingOffResult } from "./tracing-off.js";
 import type { WorkspaceInboxResult } from "./workspace-inbox.js";
 
@@ -25,6 +27,8 @@ export interface Extra {
   tracingOff?: TracingOffResult | undefined;
   workspaceInbox?: WorkspaceInboxResult | undefined;
   authCost?: AuthCostResult | undefined;
+  heartbeats?: HeartbeatFigures | undefined;
+  retryLayer?: RetryLayerResult | undefined;
 }
 
 const n0 = (x: number) => Math.round(x).toLocaleString("en-US");
@@ -141,6 +145,41 @@ function authCostLine(a: AuthCostResult): ExtraRow {
   };
 }
 
+function heartbeatLines(h: HeartbeatFigures): ExtraRow[] {
+  const on = h.with;
+  const off = h.without;
+  const failed = on.failed + off.failed;
+  const failures =
+    failed > 0 ? `; ${failed} streams failed: ${on.firstError ?? off.firstError}` : "";
+  const extraCores = on.serverCores - off.serverCores;
+  const memory = on.serverRssMb / off.serverRssMb;
+  return [
+    {
+      measure: `${n0(on.watchers)} idle watchers with heartbeats every ${on.heartbeatSeconds} s: server CPU`,
+      figure: `${(on.serverCores * 100).toFixed(2)} % of a core over ${n1(on.windowSeconds)} s (${n0(on.heartbeatsInWindow)} heartbeats delivered), ${(off.serverCores * 100).toFixed(2)} % without heartbeats (${n1(off.windowSeconds)} s, an instance of its own): heartbeats add ${(extraCores * 100).toFixed(2)} %${failures}`,
+      target: "≤ 2 % of a core",
+      met: on.serverCores <= 0.02 && failed === 0 && on.heartbeatsInWindow > 0,
+    },
+    {
+      measure: `${n0(on.watchers)} idle watchers with heartbeats vs without: server memory`,
+      figure: `${n0(on.serverRssMb)} vs ${n0(off.serverRssMb)} MB RSS (${memory.toFixed(3)}×), each on an instance of its own, read with every stream open`,
+      target: "≤ 1.10× without",
+      met: memory <= 1.1,
+    },
+  ];
+}
+
+function retryLayerLine(r: RetryLayerResult): ExtraRow {
+  const share = r.layerUs / r.withoutRetryUs;
+  return {
+    measure:
+      "a unary call (ListSuggestions) through the SDK's retry layer vs `retry: false`: client CPU",
+    figure: `${n1(r.withRetryUs)} vs ${n1(r.withoutRetryUs)} µs per call (medians of ${r.rounds} rounds of ${n0(r.callsPerRound)} calls each, in alternating order; the median of the rounds' ratios ${r.ratio.toFixed(3)}×); the layer itself, in process: ${r.layerUs.toFixed(2)} µs a call, ${(share * 100).toFixed(2)} % of a call without it`,
+    target: "≤ 1.05×",
+    met: r.ratio <= 1.05 && share <= 0.05,
+  };
+}
+
 /** The "also measured" lines, in the report's order. */
 export function extraRowsOf(extra: Extra, rows: readonly Row[], machineCores: number): ExtraRow[] {
   return [
@@ -149,6 +188,8 @@ export function extraRowsOf(extra: Extra, rows: readonly Row[], machineCores: nu
     ...(extra.fanout === undefined ? [] : [fanoutLine(extra.fanout, extra.fanoutFloor)]),
     ...(extra.history === undefined ? [] : [historyLine(extra.history)]),
     ...(extra.watchers === undefined ? [] : [watchersLine(extra.watchers)]),
+    ...(extra.heartbeats === undefined ? [] : heartbeatLines(extra.heartbeats)),
+    ...(extra.retryLayer === undefined ? [] : [retryLayerLine(extra.retryLayer)]),
     ...(extra.tracingOff === undefined ? [] : [tracingOffLine(extra.tracingOff)]),
     ...(extra.workspaceInbox === undefined ? [] : inboxLines(extra.workspaceInbox)),
     ...(extra.authCost === undefined ? [] : [authCostLine(extra.authCost)]),

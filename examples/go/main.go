@@ -6,7 +6,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"math/rand"
 	"os"
 	"reflect"
 	"strings"
@@ -15,7 +18,9 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	suggestv1 "suggestexample/oda/suggest/v1"
 )
@@ -25,7 +30,120 @@ const (
 		"report the follow-up in your result instead."
 	unaryDeadline = 5 * time.Minute // a backend's budget for a unary call: accepted, never refused
 	watchDeadline = time.Hour       // the usual way to hold a watch stream open
+	// heartbeatSeconds is asked of the server for a watch: while nothing changes, a heartbeat
+	// message at that interval keeps a proxy's idle timeout (60 s at AWS ALB and nginx) from
+	// cutting the stream.
+	heartbeatSeconds = 15
 )
+
+// serviceConfig is gRPC's retry policy (gRFC A6) for the calls whose repeat is harmless
+// (docs/contract.md, "Retry safety"): up to 5 attempts, waits drawn at random below 0.2 s,
+// 0.4 s, 0.8 s and 1.6 s, on UNAVAILABLE, which a draining instance, a refused stream or a
+// proxy's 502/503/504 answers; never past the call's deadline. SuggestTask and
+// WithdrawSuggestion are listed because this client always sends a tool_call_id (a repeat
+// answers the first result); a client that may leave it empty must not list them, nor
+// CreateGoal. The watches are not retried: watchForever reconnects them. grpc-go 1.40 and
+// later retry by default; older ones (Debian 12 has 1.33) need GRPC_GO_RETRY=on (run.sh).
+const serviceConfig = `{"methodConfig": [{
+  "name": [
+    {"service": "oda.suggest.v1.SuggestionService", "method": "ListSuggestions"},
+    {"service": "oda.suggest.v1.SuggestionService", "method": "GetSuggestion"},
+    {"service": "oda.suggest.v1.SuggestionService", "method": "ListSettlements"},
+    {"service": "oda.suggest.v1.SuggestionService", "method": "ListWorkspaceSuggestions"},
+    {"service": "oda.suggest.v1.SuggestionService", "method": "DeleteSuggestions"},
+    {"service": "oda.suggest.v1.SuggestionService", "method": "SuggestTask"},
+    {"service": "oda.suggest.v1.SuggestionService", "method": "WithdrawSuggestion"},
+    {"service": "oda.suggest.v1.SuggestionService", "method": "StartSuggestion"},
+    {"service": "oda.suggest.v1.SuggestionService", "method": "DraftSuggestion"},
+    {"service": "oda.suggest.v1.SuggestionService", "method": "DismissSuggestion"},
+    {"service": "oda.suggest.v1.SuggestionService", "method": "RestoreSuggestion"},
+    {"service": "oda.suggest.v1.LocalHostService", "method": "PutSession"},
+    {"service": "oda.suggest.v1.LocalHostService", "method": "GetChat"}
+  ],
+  "retryPolicy": {
+    "maxAttempts": 5,
+    "initialBackoff": "0.2s",
+    "maxBackoff": "5s",
+    "backoffMultiplier": 2,
+    "retryableStatusCodes": ["UNAVAILABLE"]
+  }
+}]}`
+
+// finalCodes are the codes a reconnect cannot mend: a watch ends with them. Any other end
+// (UNAVAILABLE when an instance drains, a reset stream, a proxy's idle timeout, an
+// unexpected end without an error) reconnects.
+var finalCodes = map[codes.Code]bool{
+	codes.InvalidArgument:    true,
+	codes.NotFound:           true,
+	codes.AlreadyExists:      true,
+	codes.PermissionDenied:   true,
+	codes.FailedPrecondition: true,
+	codes.OutOfRange:         true,
+	codes.Unimplemented:      true,
+	codes.Unauthenticated:    true,
+}
+
+// healthyConnection is how long a watch's connection must have lasted for the backoff to
+// start afresh when it ends.
+const healthyConnection = 5 * time.Second
+
+// watchForever follows WatchSuggestions for req until onState answers true, or until ctx
+// ends (its error). Heartbeats are skipped and a state equal to the last one given is not
+// given again (a reconnect answers the current state first). After any end that was not
+// asked for it reconnects, waiting at random below a ceiling that doubles from 250 ms to
+// 10 s; it answers the status error of a code in finalCodes.
+func watchForever(ctx context.Context, client suggestv1.SuggestionServiceClient,
+	req *suggestv1.WatchSuggestionsRequest, onState func(*suggestv1.WatchSuggestionsResponse) bool) error {
+	var last *suggestv1.WatchSuggestionsResponse
+	failures := 0
+	for {
+		opened := time.Now()
+		stop, err := func() (bool, error) {
+			streamCtx, cancel := context.WithCancel(ctx)
+			defer cancel() // ends the stream on the server whichever way this connection ends
+			stream, err := client.WatchSuggestions(streamCtx, req)
+			if err != nil {
+				return false, err
+			}
+			for {
+				m, err := stream.Recv()
+				if err != nil {
+					return false, err
+				}
+				if m.GetHeartbeat() || (last != nil && proto.Equal(last, m)) {
+					continue
+				}
+				last = m
+				if onState(m) {
+					return true, nil
+				}
+			}
+		}()
+		if stop {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !errors.Is(err, io.EOF) && finalCodes[status.Code(err)] {
+			return err
+		}
+		if time.Since(opened) >= healthyConnection {
+			failures = 1
+		} else {
+			failures++
+		}
+		ceiling := 250 * time.Millisecond << uint(failures-1)
+		if ceiling > 10*time.Second || ceiling <= 0 {
+			ceiling = 10 * time.Second
+		}
+		select {
+		case <-time.After(time.Duration(rand.Int63n(int64(ceiling)))):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
 
 // check fails the run when the service answers something else than the contract says.
 func check(label string, got, want interface{}) {
@@ -179,22 +297,31 @@ func (e example) startAndNotOpen(s *suggestv1.Suggestion) {
 	fmt.Println("not open:", message)
 }
 
-// followWatch holds a watch with a 1-hour deadline: the lists at once, then after a change.
+// followWatch holds a watch that reconnects, with a 1-hour deadline: the lists at once,
+// then after a change. It asks for heartbeats, so a proxy's idle timeout does not cut it,
+// and watchForever reconnects it after a restart or a drain.
 func (e example) followWatch(startedID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), watchDeadline)
 	defer cancel()
-	stream, err := e.suggestions.WatchSuggestions(ctx, &suggestv1.WatchSuggestionsRequest{SessionId: e.sessionID})
-	must("WatchSuggestions", err)
-	first, err := stream.Recv()
-	must("the watch's first message", err)
-	check("first message", []interface{}{ids(first.GetOpen()), ids(first.GetSettled())},
-		[]interface{}{[]string{}, []string{startedID}})
-	res, err := e.toolCall(3, suggestv1.AgentRole_AGENT_ROLE_TOP_LEVEL, "")
-	must("SuggestTask", err)
-	change, err := stream.Recv()
-	must("the watch's next message", err)
-	check("after the change", ids(change.GetOpen()), []string{res.GetSuggestion().GetId()})
-	fmt.Printf("watch: %d settled, then %q open\n", len(first.GetSettled()), res.GetSuggestion().GetTitle())
+	var first *suggestv1.WatchSuggestionsResponse
+	var offered *suggestv1.Suggestion
+	err := watchForever(ctx, e.suggestions,
+		&suggestv1.WatchSuggestionsRequest{SessionId: e.sessionID, HeartbeatSeconds: heartbeatSeconds},
+		func(m *suggestv1.WatchSuggestionsResponse) bool {
+			if first == nil {
+				first = m
+				check("first message", []interface{}{ids(m.GetOpen()), ids(m.GetSettled())},
+					[]interface{}{[]string{}, []string{startedID}})
+				res, err := e.toolCall(3, suggestv1.AgentRole_AGENT_ROLE_TOP_LEVEL, "")
+				must("SuggestTask", err)
+				offered = res.GetSuggestion()
+				return false
+			}
+			check("after the change", ids(m.GetOpen()), []string{offered.GetId()})
+			return true
+		})
+	must("the watch", err)
+	fmt.Printf("watch: %d settled, then %q open\n", len(first.GetSettled()), offered.GetTitle())
 }
 
 func ids(list []*suggestv1.Suggestion) []string {
@@ -210,9 +337,14 @@ func main() {
 	if target == "" {
 		target = "127.0.0.1:8080"
 	}
-	// Cleartext HTTP/2 to a local service; grpc-go 1.34 and later spell it
-	// grpc.WithTransportCredentials(insecure.NewCredentials()).
-	conn, err := grpc.Dial(target, grpc.WithInsecure())
+	// Cleartext HTTP/2 to a local service (grpc-go 1.34 and later spell it
+	// grpc.WithTransportCredentials(insecure.NewCredentials())); the retry policy; and HTTP/2
+	// keepalive: a ping after 30 s without a frame while a call is open (a watch), the
+	// connection dropped when none answers within 10 s, so a connection a proxy or a NAT
+	// forgot in silence is noticed and the watch reconnects.
+	conn, err := grpc.Dial(target, grpc.WithInsecure(),
+		grpc.WithDefaultServiceConfig(serviceConfig),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}))
 	must("dial", err)
 	defer conn.Close()
 	e := example{

@@ -20,4 +20,7 @@ protoc -I "$protos" -I /usr/include \
   "$protos"/oda/suggest/v1/*.proto
 export GO111MODULE=off GOFLAGS= GOPATH="$gopath:/usr/share/gocode" GOCACHE="$gopath/cache"
 (cd "$here" && go build -o "$gopath/bin/suggest-example" .)
+# grpc-go before 1.40 (Debian 12 has 1.33) applies a service config's retryPolicy only with
+# this set; later releases retry by default.
+export GRPC_GO_RETRY=on
 exec "$gopath/bin/suggest-example"

@@ -17,6 +17,7 @@ from oda.suggest.v1 import chat_host_pb2, chat_host_pb2_grpc  # noqa: E402
 from oda.suggest.v1 import suggestion_pb2 as pb  # noqa: E402
 from oda.suggest.v1 import suggestion_service_pb2 as api  # noqa: E402
 from oda.suggest.v1 import suggestion_service_pb2_grpc as api_grpc  # noqa: E402
+from staying_connected import HEARTBEAT_SECONDS, channel_options, watch_forever  # noqa: E402
 
 HELPER_REFUSAL = (
     "suggest_task is only for the top-level agent; "
@@ -141,25 +142,36 @@ def start_and_not_open(suggestions, session_id, suggestion):
 
 
 def follow_watch(suggestions, session_id, started_id):
-    """A watch held with a 1-hour deadline: the lists at once, then after a change."""
-    stream = suggestions.WatchSuggestions(
-        api.WatchSuggestionsRequest(session_id=session_id), timeout=WATCH_DEADLINE_S
+    """A watch that reconnects, held with a 1-hour deadline: the lists at once, then after a change.
+
+    It asks for heartbeats, so a proxy's idle timeout does not cut it, and watch_forever
+    reconnects it after a restart or a drain (staying_connected.py).
+    """
+    seen = []
+
+    def on_state(state):
+        seen.append(state)
+        if len(seen) == 1:
+            check("first message", ([s.id for s in state.open], [s.id for s in state.settled]),
+                  ([], [started_id]))
+            seen.append(tool_call(suggestions, session_id, 3).suggestion)
+            return False
+        offered = seen[1]
+        check("after the change", [s.id for s in state.open], [offered.id])
+        print(f"watch: {len(seen[0].settled)} settled, then {offered.title!r} open")
+        return True
+
+    watch_forever(
+        suggestions.WatchSuggestions,
+        api.WatchSuggestionsRequest(session_id=session_id, heartbeat_seconds=HEARTBEAT_SECONDS),
+        on_state,
+        timeout=WATCH_DEADLINE_S,
     )
-    try:
-        first = next(stream)
-        check("first message", ([s.id for s in first.open], [s.id for s in first.settled]),
-              ([], [started_id]))
-        offered = tool_call(suggestions, session_id, 3).suggestion
-        change = next(stream)
-        check("after the change", [s.id for s in change.open], [offered.id])
-        print(f"watch: {len(first.settled)} settled, then {offered.title!r} open")
-    finally:
-        stream.cancel()
 
 
 def main():
     target = os.environ.get("SUGGEST_TASK_ADDR", "127.0.0.1:8080")
-    with grpc.insecure_channel(target) as channel:
+    with grpc.insecure_channel(target, options=channel_options()) as channel:
         host = chat_host_pb2_grpc.LocalHostServiceStub(channel)
         suggestions = api_grpc.SuggestionServiceStub(channel)
         session_id = f"py-{uuid.uuid4()}"
