@@ -2,9 +2,12 @@
  * The "also measured" lines of the report: each figure measured outside the load
  * windows, said in words beside its target. Pure.
  */
+
+import type { ClusterNoticesResult } from "./cluster-notices.js";
 import type { FanoutFigures, StartConcurrencyFigures } from "./extras.js";
 import type { HistoryBenchResult } from "./history.js";
 import type { RedisBenchmarkFigure } from "./redis-floor.js";
+import type { ReplicaWaitPair, ReplicaWaitResult } from "./replica-wait.js";
 import { type ExtraRow, limitOf, type Row } from "./report.js";
 import type { TracingOffResult } from "./tracing-off.js";
 import type { WorkspaceInboxResult } from "./workspace-inbox.js";
@@ -23,6 +26,10 @@ export interface Extra {
   history?: HistoryBenchResult | undefined;
   tracingOff?: TracingOffResult | undefined;
   workspaceInbox?: WorkspaceInboxResult | undefined;
+  /** `REDIS_WAIT_REPLICAS=1` against 0 on a primary with one replica (bench/replica-wait.ts). */
+  replicaWait?: ReplicaWaitResult | undefined;
+  /** Redis CPU per offer on 3 and 9 primaries (bench/cluster-notices.ts; BENCH_CLUSTER=1). */
+  clusterNotices?: ClusterNoticesResult | undefined;
 }
 
 const n0 = (x: number) => Math.round(x).toLocaleString("en-US");
@@ -129,6 +136,26 @@ function watchersLine(w: Record<string, unknown>): ExtraRow {
   };
 }
 
+function replicaWaitLine(p: ReplicaWaitPair): ExtraRow {
+  const ratio = p.on.serverCpuUsPerCall / p.off.serverCpuUsPerCall;
+  const errors = p.on.errors + p.off.errors;
+  return {
+    measure: `${p.scenario} with \`REDIS_WAIT_REPLICAS=1\` vs 0, on a primary with one replica`,
+    figure: `server CPU ${n0(p.on.serverCpuUsPerCall)} vs ${n0(p.off.serverCpuUsPerCall)} µs a call (${ratio.toFixed(2)}×); p50 ${p.on.p50Ms.toFixed(2)} vs ${p.off.p50Ms.toFixed(2)} ms (${p.on.p50Ms >= p.off.p50Ms ? "+" : ""}${(p.on.p50Ms - p.off.p50Ms).toFixed(2)} ms), p99 ${p.on.p99Ms.toFixed(2)} vs ${p.off.p99Ms.toFixed(2)} ms; ${n0(p.on.callsPerSecond)} vs ${n0(p.off.callsPerSecond)} calls/s (windows of 0, 1, 1, 0)${errors > 0 ? `; ${errors} errors: ${p.on.firstError ?? p.off.firstError ?? "?"}` : ""}`,
+    target: "server CPU ≤ 1.1×",
+    met: ratio <= 1.1 && errors === 0,
+  };
+}
+
+function clusterNoticesLine(c: ClusterNoticesResult): ExtraRow {
+  return {
+    measure: c.measure,
+    figure: c.figure,
+    target: "≤ 1.3×",
+    met: c.ratio <= 1.3,
+  };
+}
+
 /** The "also measured" lines, in the report's order. */
 export function extraRowsOf(extra: Extra, rows: readonly Row[], machineCores: number): ExtraRow[] {
   return [
@@ -139,5 +166,7 @@ export function extraRowsOf(extra: Extra, rows: readonly Row[], machineCores: nu
     ...(extra.watchers === undefined ? [] : [watchersLine(extra.watchers)]),
     ...(extra.tracingOff === undefined ? [] : [tracingOffLine(extra.tracingOff)]),
     ...(extra.workspaceInbox === undefined ? [] : inboxLines(extra.workspaceInbox)),
+    ...(extra.replicaWait?.pairs.map(replicaWaitLine) ?? []),
+    ...(extra.clusterNotices === undefined ? [] : [clusterNoticesLine(extra.clusterNotices)]),
   ];
 }
