@@ -39,8 +39,11 @@ export interface LoadConfig {
    * `o0`; list-after-change: each slot on a chat of its own (bench/history.ts's
    * `buildChat`), a change of its `o9` written straight to Redis (as another instance
    * would), then one ListSuggestions, over and over; only the Lists are counted.
+   * dismiss: each slot on a chat of its own holding one open offer `o0`: one
+   * DismissSuggestion of it, then its restore written straight to Redis, over and over;
+   * only the Dismisses are counted.
    */
-  readonly scenario: "suggest-task" | "start" | "settle" | "list-after-change";
+  readonly scenario: "suggest-task" | "start" | "settle" | "list-after-change" | "dismiss";
   readonly connections: number;
   readonly inFlight: number;
   readonly warmupMs: number;
@@ -48,7 +51,7 @@ export interface LoadConfig {
   readonly sessions: readonly string[];
   readonly pairs: readonly (readonly [string, string])[];
   readonly runId: string;
-  /** list-after-change: the Redis the changes are written to. */
+  /** list-after-change, dismiss: the Redis the changes are written to. */
   readonly redisUrl?: string;
 }
 
@@ -169,6 +172,22 @@ function listAfterChangeSource(config: LoadConfig): Source {
   };
 }
 
+function dismissSource(config: LoadConfig): Source {
+  if (config.redisUrl === undefined) throw new Error("dismiss needs redisUrl");
+  const store = new SuggestionStore(createRedisClient(config.redisUrl));
+  const path = `${SERVICE}/DismissSuggestion`;
+  const chains = config.sessions.map((sessionId): readonly Step[] => [
+    { path, body: requestFrame(DismissSuggestionRequestSchema, { sessionId, suggestionId: "o0" }) },
+    {
+      change: async () => {
+        const settled = await store.settle(sessionId, "o0", "restored");
+        return settled.kind === "recorded" ? undefined : `restore answered ${settled.kind}`;
+      },
+    },
+  ]);
+  return (slot) => chains[slot % chains.length];
+}
+
 function sourceOf(config: LoadConfig): Source {
   switch (config.scenario) {
     case "suggest-task":
@@ -179,6 +198,8 @@ function sourceOf(config: LoadConfig): Source {
       return settleSource(config);
     case "list-after-change":
       return listAfterChangeSource(config);
+    case "dismiss":
+      return dismissSource(config);
   }
 }
 

@@ -7,6 +7,9 @@
  * noop, the unit of every ratio, always runs); `BENCH_PROFILE_DIR=<dir>` has the service
  * write a CPU profile (`node --cpu-prof`) there; `BENCH_LOG_LEVEL=warn` measures it
  * without its call log (one JSON line per call, on by default as in production).
+ * `BENCH_CLUSTER=1` adds the change notices on Redis Clusters of 3 and 9 primaries
+ * (bench/cluster-notices.ts: about 2.5 minutes more, twelve redis-servers at once), off
+ * by default. `npm run bench -- --help` prints this.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
@@ -19,6 +22,7 @@ import {
 } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { freePort, socketPathIn, startRedisServer } from "../server/redis/redis-server-process.js";
 import { measureAuthCost } from "./auth-cost.js";
+import { measureClusterNotices } from "./cluster-notices.js";
 import { measureFanout, measureStartConcurrency } from "./extras.js";
 import { H2LOAD_MISSING, h2loadVersion } from "./h2load.js";
 import { measureHeartbeats } from "./heartbeats.js";
@@ -27,6 +31,7 @@ import type { LoadConfig } from "./load.js";
 import { builtService, startNode } from "./measure.js";
 import { prepare } from "./prepare.js";
 import { measureDiskFloor } from "./redis-floor.js";
+import { measureReplicaWait } from "./replica-wait.js";
 import type { Row } from "./report.js";
 import { writeReport } from "./report.js";
 import { measureRetryLayer } from "./retry-layer.js";
@@ -43,6 +48,21 @@ const SHAPE: LoadShape = {
   windowMs: Number(process.env.BENCH_WINDOW_MS ?? 8_000),
 };
 const ONLY = new RegExp(process.env.BENCH_ONLY ?? ".", "i");
+const CLUSTER = process.env.BENCH_CLUSTER === "1";
+
+const HELP = `npm run bench: the service under load, every server CPU figure a ratio to a grpc-js
+noop of the same run; writes bench/results/latest.md and latest.json.
+
+  BENCH_ONLY=<regex>        only the steps whose names match (the noop always runs)
+  BENCH_WARMUP_MS, BENCH_WINDOW_MS   each load window's warm-up and length (2000, 8000)
+  BENCH_GRPC_FAST_PATH=0    the service on connect-node alone
+  BENCH_LOG_LEVEL=warn      the service without its call log
+  BENCH_PROFILE_DIR=<dir>   the service writes a CPU profile there
+  BENCH_WAIT_SESSIONS=<n>   fresh sessions per SuggestTask window of the REDIS_WAIT_REPLICAS
+                            step (50000)
+  BENCH_CLUSTER=1           also the change notices on Redis Clusters of 3 and 9 primaries
+                            (bench/cluster-notices.ts; off by default: about 2.5 minutes
+                            more, twelve redis-servers at once)`;
 const SERVICE = "/oda.suggest.v1.SuggestionService";
 const HEALTH = "/grpc.health.v1.Health/Check";
 
@@ -279,6 +299,10 @@ function meanNoop(rows: readonly Row[]): number {
 }
 
 async function main(): Promise<void> {
+  if (process.argv.includes("--help")) {
+    console.log(HELP);
+    return;
+  }
   const began = Date.now();
   const version = h2loadVersion();
   if (version === undefined) {
@@ -313,6 +337,22 @@ async function main(): Promise<void> {
       measureAuthCost(redis, data.readChat, SHAPE),
     );
     rows.push(...(extra.authCost?.rows ?? []));
+    extra.replicaWait = await step(
+      "REDIS_WAIT_REPLICAS=1 against 0, primary + 1 replica",
+      async () => {
+        const result = await measureReplicaWait(join(dir, "replica-wait"), SHAPE, [
+          await freePort(),
+          await freePort(),
+        ]);
+        rows.push(...result.pairs.flatMap((p) => [p.off, p.on]));
+        return result;
+      },
+    );
+    if (CLUSTER) {
+      extra.clusterNotices = await step("change notices on 3 and 9 primaries", () =>
+        measureClusterNotices(),
+      );
+    }
     extra.history = await step("a chat of 10,000 records against a fresh one", () =>
       runHistoryBench(redis.url),
     );

@@ -3,10 +3,13 @@
  * windows, said in words beside its target. Pure.
  */
 import type { AuthCostResult } from "./auth-cost.js";
+
+import type { ClusterNoticesResult } from "./cluster-notices.js";
 import type { FanoutFigures, StartConcurrencyFigures } from "./extras.js";
 import type { HeartbeatFigures } from "./heartbeats.js";
 import type { HistoryBenchResult } from "./history.js";
 import type { RedisBenchmarkFigure } from "./redis-floor.js";
+import type { ReplicaWaitPair, ReplicaWaitResult } from "./replica-wait.js";
 import { type ExtraRow, limitOf, type Row } from "./report.js";
 import type { RetryLayerResult } from "./retry-layer.js";
 import type { TracingOffResult } from "./tracing-off.js";
@@ -29,6 +32,10 @@ export interface Extra {
   authCost?: AuthCostResult | undefined;
   heartbeats?: HeartbeatFigures | undefined;
   retryLayer?: RetryLayerResult | undefined;
+  /** `REDIS_WAIT_REPLICAS=1` against 0 on a primary with one replica (bench/replica-wait.ts). */
+  replicaWait?: ReplicaWaitResult | undefined;
+  /** Redis CPU per offer on 3 and 9 primaries (bench/cluster-notices.ts; BENCH_CLUSTER=1). */
+  clusterNotices?: ClusterNoticesResult | undefined;
 }
 
 const n0 = (x: number) => Math.round(x).toLocaleString("en-US");
@@ -180,6 +187,26 @@ function retryLayerLine(r: RetryLayerResult): ExtraRow {
   };
 }
 
+function replicaWaitLine(p: ReplicaWaitPair): ExtraRow {
+  const ratio = p.on.serverCpuUsPerCall / p.off.serverCpuUsPerCall;
+  const errors = p.on.errors + p.off.errors;
+  return {
+    measure: `${p.scenario} with \`REDIS_WAIT_REPLICAS=1\` vs 0, on a primary with one replica`,
+    figure: `server CPU ${n0(p.on.serverCpuUsPerCall)} vs ${n0(p.off.serverCpuUsPerCall)} µs a call (${ratio.toFixed(2)}×); p50 ${p.on.p50Ms.toFixed(2)} vs ${p.off.p50Ms.toFixed(2)} ms (${p.on.p50Ms >= p.off.p50Ms ? "+" : ""}${(p.on.p50Ms - p.off.p50Ms).toFixed(2)} ms), p99 ${p.on.p99Ms.toFixed(2)} vs ${p.off.p99Ms.toFixed(2)} ms; ${n0(p.on.callsPerSecond)} vs ${n0(p.off.callsPerSecond)} calls/s (windows of 0, 1, 1, 0)${errors > 0 ? `; ${errors} errors: ${p.on.firstError ?? p.off.firstError ?? "?"}` : ""}`,
+    target: "server CPU ≤ 1.1×",
+    met: ratio <= 1.1 && errors === 0,
+  };
+}
+
+function clusterNoticesLine(c: ClusterNoticesResult): ExtraRow {
+  return {
+    measure: c.measure,
+    figure: c.figure,
+    target: "≤ 1.3×",
+    met: c.ratio <= 1.3,
+  };
+}
+
 /** The "also measured" lines, in the report's order. */
 export function extraRowsOf(extra: Extra, rows: readonly Row[], machineCores: number): ExtraRow[] {
   return [
@@ -193,5 +220,7 @@ export function extraRowsOf(extra: Extra, rows: readonly Row[], machineCores: nu
     ...(extra.tracingOff === undefined ? [] : [tracingOffLine(extra.tracingOff)]),
     ...(extra.workspaceInbox === undefined ? [] : inboxLines(extra.workspaceInbox)),
     ...(extra.authCost === undefined ? [] : [authCostLine(extra.authCost)]),
+    ...(extra.replicaWait?.pairs.map(replicaWaitLine) ?? []),
+    ...(extra.clusterNotices === undefined ? [] : [clusterNoticesLine(extra.clusterNotices)]),
   ];
 }
