@@ -1,11 +1,9 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { resolve } from "node:path";
-import { build } from "esbuild";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { FolderKind } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { AgentRole } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import { browserSkipReason, launchChromium } from "../support/browser.js";
+import { browserSkipReason, bundleForBrowser, launchChromium } from "../support/browser.js";
 import { uniqueId } from "../support/harness.js";
 import { useTestServer } from "../support/server-fixture.js";
 import { AUDIENCE, clientsWith, ISSUER, useJwtIssuer } from "../support/tenant-auth.js";
@@ -17,7 +15,6 @@ import { AUDIENCE, clientsWith, ISSUER, useJwtIssuer } from "../support/tenant-a
  * their own on loopback, each its own origin, the service on another.
  */
 
-const ROOT = resolve(import.meta.dirname, "../..");
 const ADMIN = "admin-token-0123456789";
 /** The page, as both page servers serve it. */
 let page = "";
@@ -70,16 +67,7 @@ try {
 
 let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
 beforeAll(async () => {
-  const result = await build({
-    stdin: { contents: PAGE_PROGRAM, resolveDir: ROOT, loader: "ts", sourcefile: "page.ts" },
-    bundle: true,
-    platform: "browser",
-    format: "esm",
-    target: "es2022",
-    write: false,
-    logLevel: "silent",
-  });
-  const code = result.outputFiles[0]?.text ?? "";
+  const { code } = await bundleForBrowser(PAGE_PROGRAM);
   page = `<!doctype html><meta charset="utf-8"><script type="module">${code}</script>`;
   if (browserSkipReason === undefined) browser = await launchChromium();
 }, 60_000);

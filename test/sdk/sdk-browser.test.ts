@@ -1,28 +1,9 @@
-import { resolve } from "node:path";
-import { build } from "esbuild";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { AgentRole, createLocalHostClient, createSuggestionClient } from "../../sdk/src/node.js";
 import type { SuggestServer } from "../../server/server.js";
-import { browserSkipReason, launchChromium } from "../support/browser.js";
+import { browserSkipReason, bundleForBrowser, launchChromium } from "../support/browser.js";
 import { startTestServer, uniqueId } from "../support/harness.js";
-
-const ROOT = resolve(import.meta.dirname, "../..");
-
-/** Bundles `source` (resolved from the repository's root) as a browser would load it. */
-async function bundleForBrowser(source: string) {
-  const result = await build({
-    stdin: { contents: source, resolveDir: ROOT, loader: "ts", sourcefile: "page.ts" },
-    bundle: true,
-    platform: "browser",
-    format: "esm",
-    target: "es2022",
-    write: false,
-    metafile: true,
-    logLevel: "silent",
-  });
-  return { code: result.outputFiles[0]?.text ?? "", inputs: Object.keys(result.metafile.inputs) };
-}
 
 /**
  * The page's program: the web entry of the SDK over the page's own origin (Connect over

@@ -1,9 +1,14 @@
 import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { build } from "esbuild";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { tempDir } from "./harness.js";
 
 /** Debian's `chromium` package; the tests never download a browser. */
 export const CHROMIUM = "/usr/bin/chromium";
+
+/** The repository's root, where a bundled page's imports are resolved from. */
+const ROOT = resolve(import.meta.dirname, "../..");
 
 /** Why the browser tests are skipped, or undefined when Chromium is installed. */
 export const browserSkipReason: string | undefined = existsSync(CHROMIUM)
@@ -63,4 +68,21 @@ export function watchFailures(page: Page): { calls: string[]; failures: string[]
     if (msg.type() === "error") seen.failures.push(`console: ${msg.text()}`);
   });
   return seen;
+}
+
+/** Bundles `source` (a module resolved from the repository's root) as a browser would load it. */
+export async function bundleForBrowser(
+  source: string,
+): Promise<{ code: string; inputs: string[] }> {
+  const result = await build({
+    stdin: { contents: source, resolveDir: ROOT, loader: "ts", sourcefile: "page.ts" },
+    bundle: true,
+    platform: "browser",
+    format: "esm",
+    target: "es2022",
+    write: false,
+    metafile: true,
+    logLevel: "silent",
+  });
+  return { code: result.outputFiles[0]?.text ?? "", inputs: Object.keys(result.metafile.inputs) };
 }
