@@ -6,10 +6,9 @@
  * the server's CPU is read from /proc, and its resident memory at the window's end, with
  * every stream still open.
  */
-import { spawn } from "node:child_process";
 import { freePort } from "../server/redis/redis-server-process.js";
 import type { HeartbeatLoadConfig, HeartbeatLoadResult } from "./heartbeat-load.js";
-import { type CpuSample, lastJsonLine, rssMb, sampleCpu, startNode, windowCpu } from "./measure.js";
+import { lastJsonLine, rssMb, runMeasured, startNode, windowCpu } from "./measure.js";
 
 const WATCHERS = Number(process.env.BENCH_WATCHERS ?? 10_000);
 const HEARTBEAT_SECONDS = Number(process.env.BENCH_HEARTBEAT_SECONDS ?? 15);
@@ -50,34 +49,21 @@ async function phase(
       heartbeatSeconds,
       windowMs: WINDOW_MS,
     };
-    const child = spawn(
+    let serverRssMb = Number.NaN;
+    const { stdout, samples } = await runMeasured(
       process.execPath,
       ["--import", "tsx", "bench/heartbeat-load.ts", JSON.stringify(config)],
-      { stdio: ["ignore", "pipe", "inherit"] },
+      { server: server.pid },
+      { start: /^window-start$/, end: /^window-end$/ },
+      // Memory read with every stream still open.
+      (mark) => {
+        if (mark === "end") serverRssMb = rssMb(server.pid);
+      },
     );
-    let start: CpuSample | undefined;
-    let end: CpuSample | undefined;
-    let serverRssMb = Number.NaN;
-    let stdout = "";
-    let partial = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString();
-      partial += chunk.toString();
-      let nl = partial.indexOf("\n");
-      while (nl >= 0) {
-        const line = partial.slice(0, nl);
-        partial = partial.slice(nl + 1);
-        if (line === "window-start") start = sampleCpu({ server: server.pid });
-        if (line === "window-end") {
-          end = sampleCpu({ server: server.pid });
-          serverRssMb = rssMb(server.pid);
-        }
-        nl = partial.indexOf("\n");
-      }
-    });
-    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
-    if (code !== 0 || start === undefined || end === undefined) {
-      throw new Error(`heartbeat-load exited ${code}:\n${stdout.slice(-2_000)}`);
+    const start = samples.get("start");
+    const end = samples.get("end");
+    if (start === undefined || end === undefined) {
+      throw new Error(`heartbeat-load printed no window:\n${stdout.slice(-2_000)}`);
     }
     const result = lastJsonLine<HeartbeatLoadResult>(stdout);
     const cpu = windowCpu(start, end);

@@ -222,13 +222,15 @@ export function windowCpu(start: CpuSample, end: CpuSample): WindowCpu {
  * Runs a load generator to its end and samples the CPU of the named processes, and of
  * the generator itself (as `generator`), the moment it prints a line matching one of
  * `marks` (e.g. the opening and closing of its measured window). Answers its standard
- * output and the samples by mark name; rejects when it exits with a failure.
+ * output and the samples by mark name; rejects when it exits with a failure. `atMark`
+ * is called with each mark's name right after its sample (to read more at that moment).
  */
 export async function runMeasured(
   command: string,
   args: readonly string[],
   pids: Readonly<Record<string, number>>,
   marks: Readonly<Record<string, RegExp>>,
+  atMark?: (name: string) => void,
 ): Promise<{ stdout: string; samples: Map<string, CpuSample> }> {
   const child = spawn(command, args, { stdio: ["ignore", "pipe", "inherit"] });
   const watched = { ...pids, generator: child.pid ?? 0 };
@@ -244,7 +246,9 @@ export async function runMeasured(
       const line = partial.slice(0, nl);
       partial = partial.slice(nl + 1);
       for (const [name, re] of Object.entries(marks)) {
-        if (re.test(line)) samples.set(name, sampleCpu(watched, threads.totals()));
+        if (!re.test(line)) continue;
+        samples.set(name, sampleCpu(watched, threads.totals()));
+        atMark?.(name);
       }
       nl = partial.indexOf("\n");
     }
