@@ -1,6 +1,7 @@
 import type { Socket } from "node:net";
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
 import { parseRedisUrl } from "./redis-url.js";
+import { confirmsPerTurn, noteSocketWrite, sendOwedWait } from "./write-confirm.js";
 
 /** The service's Redis: one server, or a Redis Cluster; both run the same scripts. */
 export type RedisClient = Redis | Cluster;
@@ -91,7 +92,7 @@ export function connectRedis(url: string): RedisClient {
  * test/cluster/cluster-write-batching.test.ts.
  */
 export function batchWritesPerTurn(client: Redis): void {
-  client.on("connect", () => corkEachTurn(client.stream as Socket));
+  client.on("connect", () => corkEachTurn(client, client.stream as Socket));
 }
 
 /**
@@ -105,11 +106,18 @@ export function batchWritesPerTurn(client: Redis): void {
  */
 export const COMMANDS_PER_WRITE = 8;
 
-function corkEachTurn(socket: Socket): void {
+/**
+ * Corks `socket` (the stream of `connection`) each turn; before it uncorks, the WAIT the
+ * turn's confirmed writes owe joins them, unless one is out already
+ * (redis/write-confirm.ts `sendOwedWait`).
+ */
+function corkEachTurn(connection: Redis, socket: Socket): void {
   const write = socket.write;
   let corked = false;
   let held = 0;
+  confirmsPerTurn(socket);
   const uncork = () => {
+    sendOwedWait(connection, socket);
     corked = false;
     socket.uncork();
   };
@@ -125,6 +133,7 @@ function corkEachTurn(socket: Socket): void {
       socket.cork();
     }
     held++;
+    noteSocketWrite(socket);
     return write.apply(this, args);
   } as Socket["write"];
 }

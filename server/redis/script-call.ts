@@ -6,7 +6,10 @@ import {
   confirmAfter,
   confirmed,
   noteWrite,
+  type SentWait,
   sendWait,
+  turnWait,
+  type WriteConfirmation,
   type WritePlace,
   writeConfirmation,
 } from "./write-confirm.js";
@@ -62,6 +65,8 @@ class ScriptCall extends Command {
   #mark = 0;
   /** Where it was last written, for the WAIT that follows it (redis/write-confirm.ts). */
   readonly place: WritePlace = { socket: undefined, at: 0 };
+  /** The WAIT its turn owes where it was last written, when its writes wait for replicas. */
+  turn: SentWait | undefined;
   /** Its NOSCRIPT made it be sent again as another call, which confirms itself. */
   resent = false;
   /** Whether some argument is bytes (a Buffer). */
@@ -70,6 +75,7 @@ class ScriptCall extends Command {
   constructor(
     readonly script: ScriptBody,
     rest: readonly Arg[],
+    private readonly confirmation: WriteConfirmation | undefined,
   ) {
     super("evalsha", NO_ARGS, UTF8_REPLY);
     this.args = [script.sha, script.numberOfKeys, ...rest];
@@ -82,6 +88,7 @@ class ScriptCall extends Command {
     const mark = script.sentOn.get(socket);
     this.#socket = socket;
     noteWrite(this.place, socket);
+    if (this.confirmation !== undefined) this.turn = turnWait(socket, this.confirmation);
     if (mark === undefined) {
       this.#mark = ++script.marks;
       script.sentOn.set(socket, this.#mark);
@@ -153,7 +160,8 @@ function send(
   rest: readonly Arg[],
   again = true,
 ): Promise<unknown> {
-  const call = new ScriptCall(script, rest);
+  const setting = script.records ? writeConfirmation(client) : undefined;
+  const call = new ScriptCall(script, rest, setting);
   call.promise = call.promise.catch((err: Error) => {
     if (!err.message.includes("NOSCRIPT")) {
       storeCondition(client).failed(err);
@@ -165,15 +173,15 @@ function send(
     return send(client, script, rest, false);
   });
   const reply = client.sendCommand(call) as Promise<unknown>;
-  const setting = script.records ? writeConfirmation(client) : undefined;
   if (setting === undefined) return reply;
-  // The WAIT leaves with the script, in the same write of the same connection.
+  // The turn's WAIT leaves with the script, in the same write of the same connection; a
+  // call held while its connection opens sends its own after it.
   const slot = call.getSlot();
-  const wait = sendWait(client, setting, slot);
+  const own = call.turn === undefined ? sendWait(client, setting, slot) : undefined;
   return reply.then(async (value) => {
     if (call.resent) return value;
     try {
-      await confirmed(client, setting, slot, call.place, wait);
+      await confirmed(client, setting, slot, call.place, [call.turn, own]);
     } catch (err) {
       storeCondition(client).failed(err);
       throw err;

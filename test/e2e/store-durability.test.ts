@@ -1,3 +1,4 @@
+import { setTimeout as delay } from "node:timers/promises";
 import { Code } from "@connectrpc/connect";
 import type { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
@@ -7,6 +8,8 @@ import {
   startRedisServer,
 } from "../../server/redis/redis-server-process.js";
 import type { SuggestServer } from "../../server/server.js";
+import { createRedisClient } from "../../server/store/scripts.js";
+import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import {
   connectErrorOf,
   eventually,
@@ -17,7 +20,7 @@ import {
   tempDir,
   uniqueId,
 } from "../support/harness.js";
-import { keysOf, offer, offeredRecords } from "../support/suggest.js";
+import { keysOf, offer, offeredRecords, offerOne } from "../support/suggest.js";
 
 // A primary and one replica of this file's own: the tests pause the replica, change the
 // primary's memory settings, and start servers that refuse them.
@@ -95,6 +98,109 @@ test("a write no replica confirms fails UNAVAILABLE; retried with its tool_call_
   const again = await offer(clients, { sessionId, turnId: "t-1", toolCallId: "call-x" });
   expect(again.suggestion?.id).toBeTruthy();
   expect(await offeredRecords(server.redis, sessionId)).toHaveLength(1);
+});
+
+/** How many times the primary ran `command` (`INFO commandstats`). */
+async function commandCalls(command: string): Promise<number> {
+  const stats = await admin.info("commandstats");
+  return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, "m").exec(stats)?.[1] ?? 0);
+}
+
+test("writes made together share a WAIT: each is on the replica when acknowledged, with fewer WAITs than writes", async () => {
+  const { server, clients } = await serve({ redisWaitReplicas: 1, redisWaitTimeoutMs: 2_000 });
+  const sessions = Array.from({ length: 48 }, () => uniqueId("together"));
+  for (const sessionId of sessions) await putSession(clients, { sessionId });
+  const before = { waits: await commandCalls("wait"), offers: await commandCalls("evalsha") };
+  const offered = await Promise.all(sessions.map((sessionId) => offerOne(clients, sessionId)));
+  const waits = (await commandCalls("wait")) - before.waits;
+  const scripts = (await commandCalls("evalsha")) - before.offers;
+  expect(scripts).toBeGreaterThanOrEqual(sessions.length);
+  expect(waits).toBeGreaterThan(0);
+  expect(waits).toBeLessThan(scripts / 2);
+  // Settled together too: each dismissal (a MULTI) on the replica once acknowledged.
+  await Promise.all(
+    sessions.map((sessionId, i) =>
+      clients.suggestions.dismissSuggestion({ sessionId, suggestionId: offered[i]?.id ?? "" }),
+    ),
+  );
+  const onReplica = connectRedis(replica.url) as Redis;
+  try {
+    for (const sessionId of sessions) {
+      const log = await onReplica.xrange(`suggest:{${sessionId}}:log`, "-", "+");
+      expect(log.length).toBe((await offeredRecords(server.redis, sessionId)).length + 1);
+      expect(log).toHaveLength(2);
+    }
+  } finally {
+    onReplica.disconnect();
+  }
+});
+
+test("writes made while a WAIT is out queue behind it and share the next: two WAITs, each write on the replica", async () => {
+  const redis = createRedisClient(primary.url, { replicas: 1, timeoutMs: 5_000 });
+  const store = new SuggestionStore(redis);
+  const run = uniqueId("queued");
+  const offerOn = (i: number) =>
+    store.offer(
+      `${run}-${i}`,
+      {
+        id: `o-${i}`,
+        turnId: "t",
+        toolCallId: "",
+        title: "A title",
+        tldr: "Worth doing",
+        brief: "Do it.",
+      },
+      false,
+    );
+  try {
+    await redis.ping();
+    const before = await commandCalls("wait");
+    process.kill(replica.pid, "SIGSTOP");
+    const offers: Promise<unknown>[] = [];
+    try {
+      // The first offer's WAIT goes out and blocks; twelve more, each in a turn of its
+      // own, leave while it is out.
+      offers.push(offerOn(0));
+      for (let i = 1; i <= 12; i++) {
+        await delay(20);
+        offers.push(offerOn(i));
+      }
+      await delay(100);
+    } finally {
+      process.kill(replica.pid, "SIGCONT");
+    }
+    await Promise.all(offers);
+    expect((await commandCalls("wait")) - before).toBe(2);
+    const onReplica = connectRedis(replica.url) as Redis;
+    try {
+      for (let i = 0; i <= 12; i++) {
+        expect(await onReplica.xlen(`suggest:{${run}-${i}}:log`)).toBe(1);
+      }
+    } finally {
+      onReplica.disconnect();
+    }
+  } finally {
+    redis.disconnect();
+  }
+});
+
+test("writes made together while no replica confirms all fail UNAVAILABLE", async () => {
+  const { clients } = await serve({ redisWaitReplicas: 1, redisWaitTimeoutMs: 300 });
+  const sessions = Array.from({ length: 16 }, () => uniqueId("together-unconfirmed"));
+  for (const sessionId of sessions) await putSession(clients, { sessionId });
+  process.kill(replica.pid, "SIGSTOP");
+  let errors: Awaited<ReturnType<typeof connectErrorOf>>[];
+  try {
+    errors = await Promise.all(
+      sessions.map((sessionId) => connectErrorOf(offerOne(clients, sessionId))),
+    );
+  } finally {
+    process.kill(replica.pid, "SIGCONT");
+  }
+  for (const err of errors) {
+    expect(err.code).toBe(Code.Unavailable);
+    expect(err.rawMessage).toBe("the write was not confirmed by 1 replicas");
+  }
 });
 
 test("REDIS_WAIT_REPLICAS above the replicas connected refuses to start, naming both", async () => {
