@@ -231,6 +231,63 @@ test("an evicting policy found on a reconnection makes the health check NOT_SERV
   await eventually(async () => (await health.check({})).status === 1);
 });
 
+test("a disk that refuses writes: UNAVAILABLE naming Redis's cause, counted, NOT_SERVING until it writes again; the retry records one offer", async () => {
+  // A Redis of its own whose data folder may be moved at run time (a protected config).
+  const own = tempDir("disk");
+  const redis = await startRedisServer({
+    dir: own.dir,
+    extraArgs: ["--enable-protected-configs", "yes"],
+  });
+  const control = connectRedis(redis.url) as Redis;
+  const gone = tempDir("gone");
+  try {
+    const server = await startTestServer(redis.url);
+    servers.push(server);
+    const clients = grpcClients(server.url);
+    const { createClient } = await import("@connectrpc/connect");
+    const { createGrpcTransport } = await import("@connectrpc/connect-node");
+    const { Health } = await import("../../gen/grpc/health/v1/health_pb.js");
+    const health = createClient(Health, createGrpcTransport({ baseUrl: server.url }));
+    const sessionId = uniqueId("disk");
+    await putSession(clients, { sessionId });
+    const bgsaveStatus = async () =>
+      /^rdb_last_bgsave_status:(\w+)/m.exec(await control.info("persistence"))?.[1];
+    // A snapshot into a folder that is gone fails, and Redis then refuses writes (MISCONF).
+    await control.config("SET", "save", "3600 1");
+    await control.config("SET", "dir", gone.dir);
+    gone.remove();
+    await control.bgsave();
+    await eventually(async () => (await bgsaveStatus()) === "err");
+    const err = await connectErrorOf(
+      offer(clients, { sessionId, turnId: "t-1", toolCallId: "call-d" }),
+    );
+    expect(err.code).toBe(Code.Unavailable);
+    expect(err.rawMessage).toMatch(
+      /^the suggestion store cannot write to its disk \(Redis is configured to save RDB snapshots, but it's (currently )?unable to persist to disk/,
+    );
+    await eventually(async () => (await health.check({})).status === 2);
+    const metrics = await server.telemetry.registry.getSingleMetricAsString(
+      "suggest_store_refusals_total",
+    );
+    expect(metrics).toMatch(/suggest_store_refusals_total\{kind="disk"\} [1-9]/);
+    // The folder back: the next snapshot succeeds, and so do writes.
+    await control.config("SET", "dir", own.dir);
+    await control.bgsave();
+    await eventually(async () => (await bgsaveStatus()) === "ok");
+    await eventually(async () => (await health.check({})).status === 1);
+    expect(await offeredRecords(server.redis, sessionId)).toHaveLength(0);
+    await offer(clients, { sessionId, turnId: "t-1", toolCallId: "call-d" });
+    await offer(clients, { sessionId, turnId: "t-1", toolCallId: "call-d" });
+    expect(await offeredRecords(server.redis, sessionId)).toHaveLength(1);
+  } finally {
+    for (const s of servers.splice(0)) await s.close();
+    control.disconnect();
+    await redis.stop();
+    own.remove();
+    gone.remove();
+  }
+});
+
 test("out of memory: RESOURCE_EXHAUSTED, nothing half-written; the retry once memory is freed records one offer", async () => {
   const { server, clients } = await serve();
   const sessionId = uniqueId("oom");
