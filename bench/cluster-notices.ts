@@ -6,13 +6,16 @@
  * always`, on loopback), both up for the whole measurement. Offers on fresh chats
  * through one instance's store (`CLUSTER_NOTICES_OFFERS`, 12,000 by default, each time),
  * in rounds that alternate the clusters (3 then 9, 9 then 3, ...; `CLUSTER_NOTICES_ROUNDS`,
- * 3 by default), each cluster measured twice a round:
- * - at the same load per primary: 64 offers in flight on 3 primaries, 192 on 9;
+ * 3 by default), each cluster measured three times a round, in four pairings:
+ * - at the same load per primary: 64 offers in flight on 3 primaries, 192 on 9 (the
+ *   headline: what a primary added brings), and 21 on 3 against 64 on 9;
  * - at the same load in all: 64 in flight on both. The 9 primaries then each get a third
  *   of the calls at once, so each of their event-loop turns reads, writes and fsyncs
  *   the AOF for fewer offers (the offers per read are printed): that costs more per
- *   offer whatever the notices do, and it is what a cluster made larger for no more load
- *   pays.
+ *   offer whatever the notices do (as 21 on 3 against 64 on 9 shows), and it is what a
+ *   cluster made larger for no more load pays;
+ * - at a light load in all: 8 in flight on both, where a node's turns carry one or two
+ *   offers on either cluster, so each offer pays for itself, notices included.
  *
  * Redis CPU per offer: utime + stime of every redis-server (/proc/<pid>/stat) during
  * the offers, less each node's idle rate (the cluster bus's gossip) measured over 2 s
@@ -34,8 +37,13 @@ import { median } from "./stats.js";
 
 const OFFERS = Number(process.env.CLUSTER_NOTICES_OFFERS ?? 12_000);
 const ROUNDS = Number(process.env.CLUSTER_NOTICES_ROUNDS ?? 3);
-/** Offers in flight on 3 primaries; the same per primary on 9 in the fair comparison. */
-const IN_FLIGHT = 64;
+/** Offers in flight on 3 and on 9 primaries, in each pairing measured. */
+const PAIRINGS = [
+  { name: "same load per primary", three: 64, nine: 192 },
+  { name: "same load per primary, lighter", three: 21, nine: 64 },
+  { name: "same calls in flight", three: 64, nine: 64 },
+  { name: "same calls in flight, light", three: 8, nine: 8 },
+] as const;
 const IDLE_MS = 2_000;
 const TICK_US = 1e6 / 100; // USER_HZ
 
@@ -245,12 +253,25 @@ export interface ClusterNoticesResult {
   readonly figure: string;
   /** The figure's parts, one a line. */
   readonly lines: readonly string[];
-  /** 9 primaries ÷ 3 at the same load per primary (median of the rounds). */
+  /** 9 primaries ÷ 3 at the same load per primary, 64 and 192 (median of the rounds). */
   readonly ratio: number;
   /** 9 primaries ÷ 3 at 64 in flight on both (median of the rounds). */
   readonly sameInFlightRatio: number;
+  readonly pairings: readonly PairingResult[];
   readonly runs: readonly NoticesRun[];
   readonly shard: readonly ShardNode[];
+}
+
+type Pairing = (typeof PAIRINGS)[number];
+
+/** One pairing's figures. */
+export interface PairingResult {
+  readonly name: string;
+  readonly three: number;
+  readonly nine: number;
+  /** 9 primaries ÷ 3, the median of the rounds' ratios. */
+  readonly ratio: number;
+  readonly rounds: readonly number[];
 }
 
 const us = (x: number) => `${Math.round(x)} µs`;
@@ -277,10 +298,10 @@ function summaryOf(runs: readonly NoticesRun[], primaries: number, inFlight: num
   };
 }
 
-/** Ratios of 9 to 3 primaries per round, at the pairing `nineInFlight`. */
-function roundRatios(runs: readonly NoticesRun[], nineInFlight: number): number[] {
-  const three = runs.filter((r) => r.primaries === 3 && r.inFlight === IN_FLIGHT);
-  const nine = runs.filter((r) => r.primaries === 9 && r.inFlight === nineInFlight);
+/** Ratios of 9 to 3 primaries per round, in one pairing. */
+function roundRatios(runs: readonly NoticesRun[], pairing: Pairing): number[] {
+  const three = runs.filter((r) => r.primaries === 3 && r.inFlight === pairing.three);
+  const nine = runs.filter((r) => r.primaries === 9 && r.inFlight === pairing.nine);
   return three.map((t, i) => (nine[i]?.cpuUsPerOffer ?? Number.NaN) / t.cpuUsPerOffer);
 }
 
@@ -294,7 +315,7 @@ function shardText(shard: readonly ShardNode[]): string {
   return `on 3 primaries + 3 replicas, ${parts.join("; ")}; the primaries received ${range(elsewhere)}`;
 }
 
-/** Runs the whole measurement (about 2.5 minutes on 2 cores). */
+/** Runs the whole measurement (about 3 minutes on 2 cores). */
 export async function measureClusterNotices(
   log: (line: string) => void = console.error,
 ): Promise<ClusterNoticesResult> {
@@ -314,8 +335,8 @@ export async function measureClusterNotices(
       for (const primaries of order) {
         const cluster = clusters.get(primaries) as LocalRedisCluster;
         const store = stores.get(primaries) as SuggestionStore;
-        const perPrimary = (IN_FLIGHT * primaries) / 3;
-        for (const inFlight of new Set([perPrimary, IN_FLIGHT])) {
+        const loads = PAIRINGS.map((p) => (primaries === 3 ? p.three : p.nine));
+        for (const inFlight of new Set(loads)) {
           const run = await measure(cluster, store, primaries, inFlight);
           log(
             `cluster notices: round ${round + 1}, ${primaries} primaries, ${inFlight} in flight: ${us(run.cpuUsPerOffer)} an offer, ${run.offersPerRead.toFixed(1)} offers a read`,
@@ -329,19 +350,19 @@ export async function measureClusterNotices(
     for (const cluster of clusters.values()) await cluster.stop();
   }
   const shard = await shardCheck();
-  const fair = roundRatios(runs, (IN_FLIGHT * 9) / 3);
-  const same = roundRatios(runs, IN_FLIGHT);
-  const ratio = median(fair);
-  const sameInFlightRatio = median(same);
-  const three = summaryOf(runs, 3, IN_FLIGHT);
-  const nineFair = summaryOf(runs, 9, (IN_FLIGHT * 9) / 3);
-  const nineSame = summaryOf(runs, 9, IN_FLIGHT);
+  const pairings: PairingResult[] = PAIRINGS.map((p) => {
+    const rounds = roundRatios(runs, p);
+    return { name: p.name, three: p.three, nine: p.nine, ratio: median(rounds), rounds };
+  });
+  const [fair, , same] = pairings as [PairingResult, PairingResult, PairingResult];
   const nineRuns = runs.filter((r) => r.primaries === 9);
   const threeRuns = runs.filter((r) => r.primaries === 3);
   const lines = [
-    `Redis CPU per offer, all nodes, median of ${ROUNDS} rounds of ${OFFERS.toLocaleString("en-US")} offers: 3 primaries at 64 in flight ${three.text}`,
-    `9 primaries at 192 in flight ${nineFair.text}: ${ratio.toFixed(2)}× (rounds ${fair.map((r) => r.toFixed(2)).join(", ")})`,
-    `9 primaries at 64 in flight ${nineSame.text}: ${sameInFlightRatio.toFixed(2)}× (rounds ${same.map((r) => r.toFixed(2)).join(", ")})`,
+    `Redis CPU per offer, all nodes, median of ${ROUNDS} rounds of ${OFFERS.toLocaleString("en-US")} offers`,
+    ...pairings.map(
+      (p) =>
+        `${p.name}: 3 primaries at ${p.three} in flight ${summaryOf(runs, 3, p.three).text}, 9 at ${p.nine} ${summaryOf(runs, 9, p.nine).text}: ${p.ratio.toFixed(2)}× (rounds ${p.rounds.map((r) => r.toFixed(2)).join(", ")})`,
+    ),
     `SPUBLISH calls per node over the rounds: 3 primaries ${range(sumByNode(threeRuns, "spublishes"))}, 9 primaries ${range(sumByNode(nineRuns, "spublishes"))}; publish messages each node received over the cluster bus: ${range(sumByNode(threeRuns, "busPublishes"))} on 3, ${range(sumByNode(nineRuns, "busPublishes"))} on 9`,
     shardText(shard),
   ];
@@ -350,8 +371,9 @@ export async function measureClusterNotices(
       "change notices as the cluster grows: Redis CPU per offer, 9 primaries ÷ 3 at the same load per primary (`BENCH_CLUSTER=1`, bench/cluster-notices.ts)",
     figure: lines.join("; "),
     lines,
-    ratio,
-    sameInFlightRatio,
+    ratio: fair.ratio,
+    sameInFlightRatio: same.ratio,
+    pairings,
     runs,
     shard,
   };
@@ -360,6 +382,7 @@ export async function measureClusterNotices(
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
   const result = await measureClusterNotices();
   console.log([result.measure, ...result.lines].join("\n"));
-  console.log(`9 primaries ÷ 3, same load per primary: ${result.ratio.toFixed(2)}×`);
-  console.log(`9 primaries ÷ 3, 64 in flight on both: ${result.sameInFlightRatio.toFixed(2)}×`);
+  for (const p of result.pairings) {
+    console.log(`9 primaries ÷ 3, ${p.name} (${p.three} and ${p.nine}): ${p.ratio.toFixed(2)}×`);
+  }
 }

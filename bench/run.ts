@@ -8,7 +8,7 @@
  * write a CPU profile (`node --cpu-prof`) there; `BENCH_LOG_LEVEL=warn` measures it
  * without its call log (one JSON line per call, on by default as in production).
  * `BENCH_CLUSTER=1` adds the change notices on Redis Clusters of 3 and 9 primaries
- * (bench/cluster-notices.ts: about 2.5 minutes more, twelve redis-servers at once), off
+ * (bench/cluster-notices.ts: about 3 minutes more, twelve redis-servers at once), off
  * by default. `npm run bench -- --help` prints this.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -61,7 +61,7 @@ noop of the same run; writes bench/results/latest.md and latest.json.
   BENCH_WAIT_SESSIONS=<n>   fresh sessions per SuggestTask window of the REDIS_WAIT_REPLICAS
                             step (50000)
   BENCH_CLUSTER=1           also the change notices on Redis Clusters of 3 and 9 primaries
-                            (bench/cluster-notices.ts; off by default: about 2.5 minutes
+                            (bench/cluster-notices.ts; off by default: about 3 minutes
                             more, twelve redis-servers at once)`;
 const SERVICE = "/oda.suggest.v1.SuggestionService";
 const HEALTH = "/grpc.health.v1.Health/Check";

@@ -1,7 +1,7 @@
 import type { Socket } from "node:net";
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
 import { parseRedisUrl } from "./redis-url.js";
-import { confirmsPerTurn, noteSocketWrite, sendOwedWait } from "./write-confirm.js";
+import { confirmsPerTurn, noteSocketWrite, sendOwedWait } from "./turn-waits.js";
 
 /** The service's Redis: one server, or a Redis Cluster; both run the same scripts. */
 export type RedisClient = Redis | Cluster;
@@ -109,7 +109,7 @@ export const COMMANDS_PER_WRITE = 8;
 /**
  * Corks `socket` (the stream of `connection`) each turn; before it uncorks, the WAIT the
  * turn's confirmed writes owe joins them, unless one is out already
- * (redis/write-confirm.ts `sendOwedWait`).
+ * (redis/turn-waits.ts `sendOwedWait`).
  */
 function corkEachTurn(connection: Redis, socket: Socket): void {
   const write = socket.write;
