@@ -90,6 +90,10 @@ describe("GET /openapi.json", () => {
     const properties = schemas["oda.suggest.v1.Suggestion"]?.properties ?? {};
     for (const key of Object.keys(answered)) expect(Object.keys(properties)).toContain(key);
     expect(schemas["oda.suggest.v1.SuggestionState"]?.enum).toContain(answered.state);
-    expect(new Date(answered.offeredAt as string).toISOString()).toBe(answered.offeredAt);
+    // proto3 JSON's timestamp: RFC 3339 in UTC, with 0, 3, 6 or 9 fractional digits.
+    expect(answered.offeredAt).toMatch(
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3}|\.\d{6}|\.\d{9})?Z$/,
+    );
+    expect(Number.isNaN(Date.parse(answered.offeredAt as string))).toBe(false);
   });
 });
