@@ -241,7 +241,10 @@ function redisWait(env: Env): Pick<ServiceConfig, "redisWaitReplicas" | "redisWa
       "REDIS_WAIT_TIMEOUT_MS",
       defaultConfig.redisWaitTimeoutMs,
       1,
-      60_000,
+      // Below the 5 s any Redis command may take (redis-client.ts `commandTimeout`): a
+      // WAIT given up by the client while Redis still holds it would let the next WAIT
+      // of its connection queue behind it.
+      4_000,
     ),
   };
 }

@@ -29,7 +29,7 @@ import {
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { encodeBinary } from "../codec/binary-encoding.js";
 import { requireId, requireIdempotencyKey } from "../domain/ids.js";
-import { confirmAfter } from "../redis/write-confirm.js";
+import { confirmAfter, NotedCommand } from "../redis/write-confirm.js";
 import { hostKeys } from "../store/keys.js";
 import type { EmbeddedChatWrite, EmbeddedMessageWrite } from "../store/start-steps.js";
 import type { ChatHost } from "./chat-host.js";
@@ -64,12 +64,17 @@ export class EmbeddedChatHost implements ChatHost {
     if (stored.workspaceId !== "") requireId("session.workspace_id", stored.workspaceId);
     const key = hostKeys(stored.sessionId).session;
     await this.call(() =>
-      confirmAfter(this.redis, key, () =>
-        this.redis.set(
-          key,
-          encodeBinary(SessionSchema, stored),
-          ...(this.#expiry as ["PX", number]),
-        ),
+      confirmAfter(
+        this.redis,
+        key,
+        (place) =>
+          this.redis.sendCommand(
+            new NotedCommand(
+              "set",
+              [key, encodeBinary(SessionSchema, stored), ...this.#expiry],
+              place,
+            ),
+          ) as Promise<unknown>,
       ),
     );
     return create(PutSessionResponseSchema, { session: stored });

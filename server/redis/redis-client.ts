@@ -1,7 +1,7 @@
 import type { Socket } from "node:net";
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
 import { parseRedisUrl } from "./redis-url.js";
-import { confirmsPerTurn, noteSocketWrite, sendOwedWait } from "./turn-waits.js";
+import { confirmsPerTurn, sendOwedWait } from "./turn-waits.js";
 
 /** The service's Redis: one server, or a Redis Cluster; both run the same scripts. */
 export type RedisClient = Redis | Cluster;
@@ -133,7 +133,6 @@ function corkEachTurn(connection: Redis, socket: Socket): void {
       socket.cork();
     }
     held++;
-    noteSocketWrite(socket);
     return write.apply(this, args);
   } as Socket["write"];
 }

@@ -174,8 +174,9 @@ function send(
   });
   const reply = client.sendCommand(call) as Promise<unknown>;
   if (setting === undefined) return reply;
-  // The turn's WAIT leaves with the script, in the same write of the same connection; a
-  // call held while its connection opens sends its own after it.
+  // The WAIT its connection owes follows the script there (with the turn's writes, or,
+  // while one is out, once that one answers); a call held while its connection opens
+  // sends its own after it.
   const slot = call.getSlot();
   const own = call.turn === undefined ? sendWait(client, setting, slot) : undefined;
   return reply.then(async (value) => {

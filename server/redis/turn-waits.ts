@@ -63,6 +63,29 @@ export class WaitCall extends Command {
 }
 
 /**
+ * A command that notes in `place` (if any) where it is written, each time it is: on its socket,
+ * or, inside a pipeline or a MULTI, on the socket the pipeline's write goes to (written
+ * right after, in the same turn).
+ */
+export class NotedCommand extends Command {
+  constructor(
+    name: string,
+    args: (string | Buffer | number)[],
+    private readonly place: WritePlace | undefined,
+  ) {
+    super(name, args, { replyEncoding: "utf8" });
+  }
+
+  override toWritable(stream: object): string | Buffer {
+    if (this.place === undefined) return super.toWritable(stream as never);
+    const pipeline = stream as { isPipeline?: boolean; destination?: { redis?: Redis } };
+    const socket = pipeline.isPipeline ? pipeline.destination?.redis?.stream : stream;
+    if (socket !== undefined) noteWrite(this.place, socket);
+    return super.toWritable(stream as never);
+  }
+}
+
+/**
  * One WAIT at a time per connection, for every write made on it since the last. Redis
  * blocks a connection that sent a WAIT until the replicas answer, and holds what comes
  * after it unread, so a WAIT after each write would have a primary take an instance's
@@ -127,19 +150,4 @@ export function sendOwedWait(connection: Redis, socket: object): void {
   };
   const call = new WaitCall(owed.setting, 0, owed.place);
   (connection.sendCommand(call) as Promise<number>).then(answered, () => answered(-1));
-}
-
-/** The socket that took the last write of a connection batched per turn (`noteSocketWrite`). */
-let lastSocket: object | undefined;
-let socketWrites = 0;
-
-/** Writes made on connections batched per turn so far, and the socket of the last. */
-export function socketWritesSoFar(): { readonly count: number; readonly last: object | undefined } {
-  return { count: socketWrites, last: lastSocket };
-}
-
-/** Notes a write on `socket`, so that `confirmAfter` knows where its commands went. */
-export function noteSocketWrite(socket: object): void {
-  lastSocket = socket;
-  socketWrites++;
 }

@@ -1,9 +1,9 @@
-import { Command } from "ioredis";
+import { type ChainableCommander, Command } from "ioredis";
 import type { RedisClient } from "./redis-client.js";
 import { storeCondition, WriteNotConfirmedError } from "./store-condition.js";
 import {
+  NotedCommand,
   type SentWait,
-  socketWritesSoFar,
   turnWait,
   WaitCall,
   type WriteConfirmation,
@@ -11,7 +11,7 @@ import {
 } from "./turn-waits.js";
 
 export type { SentWait, WriteConfirmation, WritePlace } from "./turn-waits.js";
-export { noteWrite, turnWait } from "./turn-waits.js";
+export { NotedCommand, noteWrite, turnWait } from "./turn-waits.js";
 
 const confirmations = new WeakMap<RedisClient, WriteConfirmation>();
 
@@ -70,37 +70,56 @@ export async function confirmed(
       if (acks >= setting.replicas) return;
       throw new WriteNotConfirmedError(setting.replicas, acks);
     }
+    if (attempt === 1) break;
     waits = [sendWait(client, setting, slot)];
   }
   throw new WriteNotConfirmedError(setting.replicas, -1);
 }
 
 /**
+ * `chain` (a pipeline or a MULTI) ending in a PING that notes in `place` where the chain
+ * is written (`NotedCommand`), for `confirmAfter`; its reply is one more at the end.
+ * Without a place (writes not confirmed), `chain` as it is.
+ */
+export function notedLast(
+  chain: ChainableCommander,
+  place: WritePlace | undefined,
+): ChainableCommander {
+  if (place === undefined) return chain;
+  (chain as unknown as { sendCommand(command: Command): unknown }).sendCommand(
+    new NotedCommand("ping", [], place),
+  );
+  return chain;
+}
+
+/**
  * For a write that is not a script call (a MULTI, a SET): resolves to `write`'s result
  * once `setting.replicas` replicas confirmed it. `write` must send its commands when
- * called, on the connection of `key`'s slot; the turn's WAIT follows them there (or one
- * of its own when they were held). Without a setting on `client`, `write` alone.
+ * called, on the connection of `key`'s slot, the last of them a `NotedCommand` noting
+ * `place` when one is given (each time it is written: ioredis sends a command again after MOVED, ASK,
+ * TRYAGAIN or a reconnect). The WAIT owed on that connection follows them there (or one
+ * of their own, when they were held), and counts only when written after their last
+ * writing (`confirmed`). Without a setting on `client`, `write` alone.
  */
 export async function confirmAfter<T>(
   client: RedisClient,
   key: string,
-  write: () => Promise<T>,
+  write: (place: WritePlace | undefined) => Promise<T>,
 ): Promise<T> {
   const setting = confirmations.get(client);
-  const writesBefore = socketWritesSoFar().count;
-  const result = write();
+  const place: WritePlace | undefined =
+    setting === undefined ? undefined : { socket: undefined, at: 0 };
+  const result = write(place);
   // Noted on the failure path only: a refusal counts, a disk refusal makes a problem.
   result.catch((err: unknown) => storeCondition(client).failed(err));
-  if (setting === undefined) return result;
-  const writesNow = socketWritesSoFar();
-  const socket = writesNow.count > writesBefore ? writesNow.last : undefined;
-  const wait =
-    (socket === undefined ? undefined : turnWait(socket, setting)) ??
-    sendWait(client, setting, new Command("get", [key]).getSlot());
+  if (setting === undefined || place === undefined) return result;
+  const slot = new Command("get", [key]).getSlot();
+  const turn = place.socket === undefined ? undefined : turnWait(place.socket, setting);
+  const own = turn === undefined ? sendWait(client, setting, slot) : undefined;
   const value = await result;
-  const acks = await wait.acks.catch(() => -1);
-  if (acks < setting.replicas || (socket !== undefined && wait.place.socket !== socket)) {
-    const err = new WriteNotConfirmedError(setting.replicas, acks);
+  try {
+    await confirmed(client, setting, slot, place, [turn, own]);
+  } catch (err) {
     storeCondition(client).failed(err);
     throw err;
   }

@@ -3,7 +3,7 @@ import type { Settlement, Suggestion } from "../../gen/oda/suggest/v1/suggestion
 import type { DismissalChoice } from "../domain/dismissal.js";
 import { type LogRecord, parseEntries, type SuggestionLists } from "../domain/fold.js";
 import type { Outcome } from "../domain/settlement.js";
-import { confirmAfter } from "../redis/write-confirm.js";
+import { confirmAfter, notedLast } from "../redis/write-confirm.js";
 import {
   settlementsAfter,
   type Withdrawal,
@@ -152,24 +152,25 @@ export class SuggestionStore {
     return this.announcedSettle(sessionId, suggestionId, async (at) => {
       const held = this.cache.heldLists(sessionId);
       // One MULTI, then its WAIT when writes wait for replicas (redis/write-confirm.ts).
-      const replies = await confirmAfter(this.redis, keys.log, () =>
-        callAppend<ChainableCommander>(
-          this.redis.multi(),
-          "settle",
-          [keys.log, keys.projection, keys.changes],
-          settleArgs(
-            suggestionId,
-            outcome,
-            chatId,
-            at.token,
-            at.workspace,
-            this.inbox.channelParts,
-            this.retentionMs,
-          ),
-          at,
-        )
-          .readLists(keys.log, keys.projection, held?.version ?? "")
-          .exec(),
+      const replies = await confirmAfter(this.redis, keys.log, (place) =>
+        notedLast(
+          callAppend<ChainableCommander>(
+            this.redis.multi(),
+            "settle",
+            [keys.log, keys.projection, keys.changes],
+            settleArgs(
+              suggestionId,
+              outcome,
+              chatId,
+              at.token,
+              at.workspace,
+              this.inbox.channelParts,
+              this.retentionMs,
+            ),
+            at,
+          ).readLists(keys.log, keys.projection, held?.version ?? ""),
+          place,
+        ).exec(),
       );
       if (replies === null) throw new Error("the settle transaction was discarded");
       const [[settleErr, settleReply] = [], [readErr, readReply] = []] = replies;
