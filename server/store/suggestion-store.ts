@@ -115,25 +115,48 @@ export class SuggestionStore {
     outcome: Outcome,
     chatId = "",
   ): Promise<SettleOutcome> {
-    const keys = sessionKeys(sessionId);
     return this.announcedSettle(sessionId, suggestionId, async (at) =>
       settleOutcome(
-        await callAppend<Promise<ScriptReply>>(
+        await this.#settleOn<Promise<ScriptReply>>(
           this.redis,
           "settle",
-          [keys.log, keys.projection, keys.changes],
-          settleArgs(
-            suggestionId,
-            outcome,
-            chatId,
-            at.token,
-            at.workspace,
-            this.inbox.channelParts,
-            this.retentionMs,
-          ),
+          sessionId,
+          suggestionId,
+          outcome,
+          chatId,
           at,
         ),
       ),
+    );
+  }
+
+  /** A settle script's call on `target` (the client, or a MULTI) for the announcement `at`. */
+  #settleOn<R>(
+    target: object,
+    script: "settle" | "settleAndRead",
+    sessionId: string,
+    suggestionId: string,
+    outcome: Outcome,
+    chatId: string,
+    at: InboxToken,
+    dismissal?: DismissalChoice,
+  ): R {
+    const keys = sessionKeys(sessionId);
+    return callAppend<R>(
+      target,
+      script,
+      [keys.log, keys.projection, keys.changes],
+      settleArgs(
+        suggestionId,
+        outcome,
+        chatId,
+        at.token,
+        at.workspace,
+        this.inbox.channelParts,
+        this.retentionMs,
+        dismissal,
+      ),
+      at,
     );
   }
 
@@ -154,19 +177,13 @@ export class SuggestionStore {
       // One MULTI, then its WAIT when writes wait for replicas (redis/write-confirm.ts).
       const replies = await confirmAfter(this.redis, keys.log, (place) =>
         notedLast(
-          callAppend<ChainableCommander>(
+          this.#settleOn<ChainableCommander>(
             this.redis.multi(),
             "settle",
-            [keys.log, keys.projection, keys.changes],
-            settleArgs(
-              suggestionId,
-              outcome,
-              chatId,
-              at.token,
-              at.workspace,
-              this.inbox.channelParts,
-              this.retentionMs,
-            ),
+            sessionId,
+            suggestionId,
+            outcome,
+            chatId,
             at,
           ).readLists(keys.log, keys.projection, held?.version ?? ""),
           place,
@@ -245,23 +262,16 @@ export class SuggestionStore {
     chatId = "",
     dismissal?: DismissalChoice,
   ): Promise<{ readonly outcome: SettleOutcome; readonly suggestion: Suggestion | undefined }> {
-    const keys = sessionKeys(sessionId);
     return this.announcedSettle(sessionId, suggestionId, async (at) => {
-      const [settleReply, readReply] = await callAppend<Promise<[ScriptReply, ScriptReply]>>(
+      const [settleReply, readReply] = await this.#settleOn<Promise<[ScriptReply, ScriptReply]>>(
         this.redis,
         "settleAndRead",
-        [keys.log, keys.projection, keys.changes],
-        settleArgs(
-          suggestionId,
-          outcome,
-          chatId,
-          at.token,
-          at.workspace,
-          this.inbox.channelParts,
-          this.retentionMs,
-          dismissal,
-        ),
+        sessionId,
+        suggestionId,
+        outcome,
+        chatId,
         at,
+        dismissal,
       );
       return this.settledRead(sessionId, suggestionId, settleReply, readReply);
     });

@@ -3,10 +3,12 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import type { RedisClient } from "../../server/redis/redis-client.js";
 import { confirmAfter, NotedCommand, notedLast } from "../../server/redis/write-confirm.js";
 import { createRedisClient } from "../../server/store/scripts.js";
-import { eventually, uniqueId } from "../support/harness.js";
+import { uniqueId } from "../support/harness.js";
 import {
   type ClusterNode,
   type LocalRedisCluster,
+  replicasOnline,
+  replicationInfo,
   startRedisCluster,
 } from "../support/redis-cluster.js";
 
@@ -18,9 +20,7 @@ let cluster: LocalRedisCluster;
 let client: RedisClient;
 beforeAll(async () => {
   cluster = await startRedisCluster({ replicas: 1, nodeTimeoutMs: 5_000 });
-  for (const node of cluster.nodes.slice(0, 3)) {
-    await eventually(async () => /^slave0:.*state=online/m.test(await info(node)), 30_000);
-  }
+  await replicasOnline(cluster.nodes.slice(0, 3));
   client = createRedisClient(cluster.url, { replicas: 1, timeoutMs: 300 });
   client.on("error", () => undefined);
 }, 90_000);
@@ -29,18 +29,7 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-async function info(node: ClusterNode): Promise<string> {
-  const r = new Redis(node.port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0 });
-  r.on("error", () => undefined);
-  try {
-    await r.connect();
-    return await r.info("replication");
-  } catch {
-    return "";
-  } finally {
-    r.disconnect();
-  }
-}
+const info = replicationInfo;
 
 /** A new key whose slot is on `node`. */
 async function keyOn(node: ClusterNode): Promise<string> {

@@ -1,6 +1,5 @@
 import { rmSync } from "node:fs";
 import { Code } from "@connectrpc/connect";
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { SuggestServer } from "../../server/server.js";
 import { sessionKeys } from "../../server/store/keys.js";
@@ -16,6 +15,8 @@ import {
 import {
   type ClusterNode,
   type LocalRedisCluster,
+  replicasOnline,
+  replicationInfo,
   startRedisCluster,
 } from "../support/redis-cluster.js";
 import { offer, offeredRecords } from "../support/suggest.js";
@@ -27,9 +28,7 @@ let server: SuggestServer;
 let clients: Clients;
 beforeAll(async () => {
   cluster = await startRedisCluster({ replicas: 1, nodeTimeoutMs: 1_000 });
-  for (const node of cluster.nodes.slice(0, 3)) {
-    await eventually(async () => /^slave0:.*state=online/m.test(await info(node)), 30_000);
-  }
+  await replicasOnline(cluster.nodes.slice(0, 3));
   server = await startTestServer(cluster.url, {
     redisWaitReplicas: 1,
     redisWaitTimeoutMs: 300,
@@ -41,18 +40,7 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-async function info(node: ClusterNode): Promise<string> {
-  const r = new Redis(node.port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0 });
-  r.on("error", () => {});
-  try {
-    await r.connect();
-    return await r.info("replication");
-  } catch {
-    return "";
-  } finally {
-    r.disconnect();
-  }
-}
+const info = replicationInfo;
 
 /** A new session (in no workspace) whose keys live on `node`. */
 async function sessionOn(node: ClusterNode): Promise<string> {

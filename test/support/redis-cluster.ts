@@ -203,3 +203,27 @@ export async function startRedisCluster(
   }
   return cluster;
 }
+
+/** `INFO replication` of `node`, or "" while it does not answer. */
+export async function replicationInfo(node: ClusterNode): Promise<string> {
+  const r = new Redis(node.port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0 });
+  r.on("error", () => undefined);
+  try {
+    await r.connect();
+    return await r.info("replication");
+  } catch {
+    return "";
+  } finally {
+    r.disconnect();
+  }
+}
+
+/** Resolves once each of `primaries` has a replica online (30 s each at most). */
+export async function replicasOnline(primaries: readonly ClusterNode[]): Promise<void> {
+  for (const node of primaries) {
+    for (let i = 0; !/^slave0:.*state=online/m.test(await replicationInfo(node)); i++) {
+      if (i === 300) throw new Error(`the replica of 127.0.0.1:${node.port} is not online`);
+      await delay(100);
+    }
+  }
+}
