@@ -67,12 +67,12 @@ export class EmbeddedChatHost implements ChatHost {
       confirmAfter(
         this.redis,
         key,
-        (place) =>
+        (tracked) =>
           this.redis.sendCommand(
             new NotedCommand(
               "set",
               [key, encodeBinary(SessionSchema, stored), ...this.#expiry],
-              place,
+              tracked,
             ),
           ) as Promise<unknown>,
       ),

@@ -4,13 +4,11 @@ import type { RedisClient } from "./redis-client.js";
 import { storeCondition } from "./store-condition.js";
 import {
   confirmAfter,
-  confirmed,
-  noteWrite,
-  type SentWait,
-  sendWait,
-  turnWait,
-  type WriteConfirmation,
-  type WritePlace,
+  confirmation,
+  notedLast,
+  noteTracked,
+  type TrackedWrite,
+  trackWrite,
   writeConfirmation,
 } from "./write-confirm.js";
 
@@ -63,10 +61,6 @@ export function recordsWrites(lua: string): boolean {
 class ScriptCall extends Command {
   #socket: object | undefined;
   #mark = 0;
-  /** Where it was last written, for the WAIT that follows it (redis/write-confirm.ts). */
-  readonly place: WritePlace = { socket: undefined, at: 0 };
-  /** The WAIT its turn owes where it was last written, when its writes wait for replicas. */
-  turn: SentWait | undefined;
   /** Its NOSCRIPT made it be sent again as another call, which confirms itself. */
   resent = false;
   /** Whether some argument is bytes (a Buffer). */
@@ -75,7 +69,8 @@ class ScriptCall extends Command {
   constructor(
     readonly script: ScriptBody,
     rest: readonly Arg[],
-    private readonly confirmation: WriteConfirmation | undefined,
+    /** Where it was last written, when its writes wait for replicas (write-confirm.ts). */
+    readonly tracked: TrackedWrite | undefined,
   ) {
     super("evalsha", NO_ARGS, UTF8_REPLY);
     this.args = [script.sha, script.numberOfKeys, ...rest];
@@ -87,8 +82,7 @@ class ScriptCall extends Command {
     const { script } = this;
     const mark = script.sentOn.get(socket);
     this.#socket = socket;
-    noteWrite(this.place, socket);
-    if (this.confirmation !== undefined) this.turn = turnWait(socket, this.confirmation);
+    if (this.tracked !== undefined) noteTracked(this.tracked, socket);
     if (mark === undefined) {
       this.#mark = ++script.marks;
       script.sentOn.set(socket, this.#mark);
@@ -161,7 +155,7 @@ function send(
   again = true,
 ): Promise<unknown> {
   const setting = script.records ? writeConfirmation(client) : undefined;
-  const call = new ScriptCall(script, rest, setting);
+  const call = new ScriptCall(script, rest, setting && trackWrite(setting));
   call.promise = call.promise.catch((err: Error) => {
     if (!err.message.includes("NOSCRIPT")) {
       storeCondition(client).failed(err);
@@ -173,20 +167,12 @@ function send(
     return send(client, script, rest, false);
   });
   const reply = client.sendCommand(call) as Promise<unknown>;
-  if (setting === undefined) return reply;
+  if (call.tracked === undefined) return reply;
   // The WAIT its connection owes follows the script there (with the turn's writes, or,
-  // while one is out, once that one answers); a call held while its connection opens
-  // sends its own after it.
-  const slot = call.getSlot();
-  const own = call.turn === undefined ? sendWait(client, setting, slot) : undefined;
+  // while one is out, once that one answers).
+  const confirm = confirmation(client, call.getSlot(), call.tracked);
   return reply.then(async (value) => {
-    if (call.resent) return value;
-    try {
-      await confirmed(client, setting, slot, call.place, [call.turn, own]);
-    } catch (err) {
-      storeCondition(client).failed(err);
-      throw err;
-    }
+    if (!call.resent) await confirm();
     return value;
   });
 }
@@ -222,14 +208,20 @@ export function callScriptsFlat(
 }
 
 /**
- * ioredis's own script method, kept for a client with a `keyPrefix`, followed by a WAIT
- * when the client's writes wait for replicas (ioredis sends the EVALSHA at once, so the
- * WAIT follows it on the connection).
+ * ioredis's own script method, kept for a client with a `keyPrefix`, when the client's
+ * writes wait for replicas: the call goes in a pipeline that notes where it is written
+ * (`notedLast`), for the WAIT that must follow it.
  */
 function confirmIoredisCalls(client: RedisClient, name: string): void {
-  onClientItself(client, name, (replaced, args) => {
+  onClientItself(client, name, (_, args) => {
     const key = `${client.options.keyPrefix ?? ""}${String(args[0])}`;
-    return confirmAfter(client, key, () => replaced.apply(client, args) as Promise<unknown>);
+    return confirmAfter(client, key, async (tracked) => {
+      const pipeline = client.pipeline();
+      (pipeline as unknown as Record<string, ClientMethod>)[name]?.apply(pipeline, args);
+      const [[err, value] = []] = (await notedLast(pipeline, tracked).exec()) ?? [];
+      if (err) throw err;
+      return value;
+    });
   });
 }
 

@@ -62,25 +62,46 @@ export class WaitCall extends Command {
   }
 }
 
+/** A write that waits for replicas: where it was last written, and the WAIT owed there. */
+export interface TrackedWrite {
+  readonly setting: WriteConfirmation;
+  readonly place: WritePlace;
+  turn: SentWait | undefined;
+}
+
+/** A write of `setting` to track, not written yet. */
+export function trackWrite(setting: WriteConfirmation): TrackedWrite {
+  return { setting, place: { socket: undefined, at: 0 }, turn: undefined };
+}
+
 /**
- * A command that notes in `place` (if any) where it is written, each time it is: on its socket,
- * or, inside a pipeline or a MULTI, on the socket the pipeline's write goes to (written
- * right after, in the same turn).
+ * Notes that `write` is being written on `socket` now (again, when ioredis sends it once
+ * more after MOVED, ASK, TRYAGAIN or a reconnect), and takes the WAIT owed there.
+ */
+export function noteTracked(write: TrackedWrite, socket: object): void {
+  noteWrite(write.place, socket);
+  write.turn = turnWait(socket, write.setting);
+}
+
+/**
+ * A command that notes, in `write` (if any), where it is written each time it is: on its
+ * socket, or, inside a pipeline or a MULTI, on the socket the pipeline's write goes to
+ * (written right after, in the same turn).
  */
 export class NotedCommand extends Command {
   constructor(
     name: string,
     args: (string | Buffer | number)[],
-    private readonly place: WritePlace | undefined,
+    private readonly write: TrackedWrite | undefined,
   ) {
     super(name, args, { replyEncoding: "utf8" });
   }
 
   override toWritable(stream: object): string | Buffer {
-    if (this.place === undefined) return super.toWritable(stream as never);
+    if (this.write === undefined) return super.toWritable(stream as never);
     const pipeline = stream as { isPipeline?: boolean; destination?: { redis?: Redis } };
     const socket = pipeline.isPipeline ? pipeline.destination?.redis?.stream : stream;
-    if (socket !== undefined) noteWrite(this.place, socket);
+    if (socket !== undefined) noteTracked(this.write, socket);
     return super.toWritable(stream as never);
   }
 }

@@ -4,14 +4,15 @@ import { storeCondition, WriteNotConfirmedError } from "./store-condition.js";
 import {
   NotedCommand,
   type SentWait,
-  turnWait,
+  type TrackedWrite,
+  trackWrite,
   WaitCall,
   type WriteConfirmation,
   type WritePlace,
 } from "./turn-waits.js";
 
-export type { SentWait, WriteConfirmation, WritePlace } from "./turn-waits.js";
-export { NotedCommand, noteWrite, turnWait } from "./turn-waits.js";
+export type { TrackedWrite, WriteConfirmation } from "./turn-waits.js";
+export { NotedCommand, noteTracked, trackWrite } from "./turn-waits.js";
 
 const confirmations = new WeakMap<RedisClient, WriteConfirmation>();
 
@@ -30,16 +31,38 @@ export function writeConfirmation(client: RedisClient): WriteConfirmation | unde
 }
 
 /**
- * Sends a WAIT of its own for the write just sent on `client` for `slot` (unused on a
- * single Redis): for a write that was not written at once (held while a connection
- * opens), and for one whose turn's WAIT did not follow it (`confirmed`).
+ * Sends a WAIT of its own on `client` for `slot` (unused on a single Redis): for a write
+ * that was not written at once (held while a connection opens), and for one that no
+ * owed WAIT followed (`confirmed`).
  */
-export function sendWait(client: RedisClient, setting: WriteConfirmation, slot: number): SentWait {
+function sendWait(client: RedisClient, setting: WriteConfirmation, slot: number): SentWait {
   const call = new WaitCall(setting, slot);
   const acks = client.sendCommand(call) as Promise<number>;
   // Read by `confirmed`, or not at all when the write itself failed.
   acks.catch(() => undefined);
   return { place: call.place, acks };
+}
+
+/**
+ * Called right after `write` was sent on `client` for `slot`: sends a WAIT of its own
+ * when the write was not written at once. The function it returns resolves, once the
+ * write's reply came, when a WAIT that followed the write's last writing confirmed it;
+ * else it throws WriteNotConfirmedError, noted as a refusal.
+ */
+export function confirmation(
+  client: RedisClient,
+  slot: number,
+  write: TrackedWrite,
+): () => Promise<void> {
+  const own = write.turn === undefined ? sendWait(client, write.setting, slot) : undefined;
+  return async () => {
+    try {
+      await confirmed(client, write.setting, slot, write.place, [write.turn, own]);
+    } catch (err) {
+      storeCondition(client).failed(err);
+      throw err;
+    }
+  };
 }
 
 /**
@@ -52,7 +75,7 @@ export function sendWait(client: RedisClient, setting: WriteConfirmation, slot: 
  * came; a write whose connection was replaced cannot be confirmed (the new connection's
  * WAIT would not wait for it) and fails as unconfirmed.
  */
-export async function confirmed(
+async function confirmed(
   client: RedisClient,
   setting: WriteConfirmation,
   slot: number,
@@ -77,17 +100,17 @@ export async function confirmed(
 }
 
 /**
- * `chain` (a pipeline or a MULTI) ending in a PING that notes in `place` where the chain
+ * `chain` (a pipeline or a MULTI) ending in a PING that notes in `write` where the chain
  * is written (`NotedCommand`), for `confirmAfter`; its reply is one more at the end.
- * Without a place (writes not confirmed), `chain` as it is.
+ * Without a write to track (writes not confirmed), `chain` as it is.
  */
 export function notedLast(
   chain: ChainableCommander,
-  place: WritePlace | undefined,
+  write: TrackedWrite | undefined,
 ): ChainableCommander {
-  if (place === undefined) return chain;
+  if (write === undefined) return chain;
   (chain as unknown as { sendCommand(command: Command): unknown }).sendCommand(
-    new NotedCommand("ping", [], place),
+    new NotedCommand("ping", [], write),
   );
   return chain;
 }
@@ -95,33 +118,24 @@ export function notedLast(
 /**
  * For a write that is not a script call (a MULTI, a SET): resolves to `write`'s result
  * once `setting.replicas` replicas confirmed it. `write` must send its commands when
- * called, on the connection of `key`'s slot, the last of them a `NotedCommand` noting
- * `place` when one is given (each time it is written: ioredis sends a command again after MOVED, ASK,
- * TRYAGAIN or a reconnect). The WAIT owed on that connection follows them there (or one
- * of their own, when they were held), and counts only when written after their last
- * writing (`confirmed`). Without a setting on `client`, `write` alone.
+ * called, on the connection of `key`'s slot, the last of them a `NotedCommand` tracking
+ * the write it is given (when it is given one): the WAIT owed on that connection follows
+ * them there, and counts only when written after their last writing (`confirmation`).
+ * Without a setting on `client`, `write` alone.
  */
 export async function confirmAfter<T>(
   client: RedisClient,
   key: string,
-  write: (place: WritePlace | undefined) => Promise<T>,
+  write: (tracked: TrackedWrite | undefined) => Promise<T>,
 ): Promise<T> {
   const setting = confirmations.get(client);
-  const place: WritePlace | undefined =
-    setting === undefined ? undefined : { socket: undefined, at: 0 };
-  const result = write(place);
+  const tracked = setting === undefined ? undefined : trackWrite(setting);
+  const result = write(tracked);
   // Noted on the failure path only: a refusal counts, a disk refusal makes a problem.
   result.catch((err: unknown) => storeCondition(client).failed(err));
-  if (setting === undefined || place === undefined) return result;
-  const slot = new Command("get", [key]).getSlot();
-  const turn = place.socket === undefined ? undefined : turnWait(place.socket, setting);
-  const own = turn === undefined ? sendWait(client, setting, slot) : undefined;
+  if (tracked === undefined) return result;
+  const confirm = confirmation(client, new Command("get", [key]).getSlot(), tracked);
   const value = await result;
-  try {
-    await confirmed(client, setting, slot, place, [turn, own]);
-  } catch (err) {
-    storeCondition(client).failed(err);
-    throw err;
-  }
+  await confirm();
   return value;
 }

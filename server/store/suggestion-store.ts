@@ -175,7 +175,7 @@ export class SuggestionStore {
     return this.announcedSettle(sessionId, suggestionId, async (at) => {
       const held = this.cache.heldLists(sessionId);
       // One MULTI, then its WAIT when writes wait for replicas (redis/write-confirm.ts).
-      const replies = await confirmAfter(this.redis, keys.log, (place) =>
+      const replies = await confirmAfter(this.redis, keys.log, (tracked) =>
         notedLast(
           this.#settleOn<ChainableCommander>(
             this.redis.multi(),
@@ -186,7 +186,7 @@ export class SuggestionStore {
             chatId,
             at,
           ).readLists(keys.log, keys.projection, held?.version ?? ""),
-          place,
+          tracked,
         ).exec(),
       );
       if (replies === null) throw new Error("the settle transaction was discarded");

@@ -29,8 +29,6 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-const info = replicationInfo;
-
 /** A new key whose slot is on `node`. */
 async function keyOn(node: ClusterNode): Promise<string> {
   for (;;) {
@@ -52,7 +50,8 @@ test("a write redirected to a primary whose replica is down fails unconfirmed; r
   const [a, b, c] = cluster.nodes.slice(0, 3) as [ClusterNode, ClusterNode, ClusterNode];
   let replicaOfB: ClusterNode | undefined;
   for (const n of cluster.nodes.slice(3)) {
-    if (new RegExp(`^master_port:${b.port}\\r?$`, "m").test(await info(n))) replicaOfB = n;
+    if (new RegExp(`^master_port:${b.port}\\r?$`, "m").test(await replicationInfo(n)))
+      replicaOfB = n;
   }
   expect(replicaOfB).toBeDefined();
   const keys = [await keyOn(a), await keyOn(a), await keyOn(a), await keyOn(a)];

@@ -40,8 +40,6 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-const info = replicationInfo;
-
 /** A new session (in no workspace) whose keys live on `node`. */
 async function sessionOn(node: ClusterNode): Promise<string> {
   for (;;) {
@@ -55,7 +53,8 @@ test("REDIS_WAIT_REPLICAS=1: a replica down, then its primary's machine lost: ev
   const primary = cluster.nodes[0] as ClusterNode;
   let replicaNode: ClusterNode | undefined;
   for (const n of cluster.nodes.slice(3)) {
-    if (new RegExp(`^master_port:${primary.port}\\r?$`, "m").test(await info(n))) replicaNode = n;
+    if (new RegExp(`^master_port:${primary.port}\\r?$`, "m").test(await replicationInfo(n)))
+      replicaNode = n;
   }
   if (replicaNode === undefined) throw new Error("no replica of the first primary");
   const sessions: string[] = [];
@@ -85,7 +84,10 @@ test("REDIS_WAIT_REPLICAS=1: a replica down, then its primary's machine lost: ev
 
   // The replica back: the same calls, retried, are acknowledged, each once.
   await cluster.restart(replicaNode);
-  await eventually(async () => /^slave0:.*state=online/m.test(await info(primary)), 30_000);
+  await eventually(
+    async () => /^slave0:.*state=online/m.test(await replicationInfo(primary)),
+    30_000,
+  );
   for (const call of unconfirmed) {
     const res = await offer(clients, call);
     acknowledged.set(call.sessionId, res.suggestion?.id ?? "");
