@@ -48,6 +48,12 @@ export interface ServiceConfig {
   readonly shutdownDelayMs: number;
   /** The deadline of a unary call whose caller set none, in ms. */
   readonly defaultDeadlineMs: number;
+  /**
+   * `ALLOW_UNAUTHENTICATED=1`: with no credentials configured, listen on `host` all the
+   * same, for a mesh or gateway that authenticates every caller before it reaches the
+   * service. Off: a service without credentials listens on loopback only.
+   */
+  readonly allowUnauthenticated: boolean;
   /** Static bearer tokens, their roles and grants; none (and no JWT): no auth, and loopback only. */
   readonly authTokens: readonly TokenGrant[];
   /** Bearer JWTs (`AUTH_JWKS_FILE` or `AUTH_JWKS_URL`, `AUTH_JWT_ISSUER`, `AUTH_JWT_AUDIENCE`). */
@@ -138,6 +144,7 @@ export const defaultConfig: Readonly<ServiceConfig> = Object.freeze({
   defaultDeadlineMs: 30_000,
   authTokens: Object.freeze([]) as readonly TokenGrant[],
   authJwt: undefined,
+  allowUnauthenticated: false,
   metricsPort: undefined,
   tlsCertFile: undefined,
   tlsKeyFile: undefined,
@@ -186,6 +193,7 @@ export function configFromEnv(env: Env, openFileLimit?: number): ServiceConfig {
     ),
     authTokens: tokens(env, "AUTH_TOKENS"),
     authJwt: jwtSettings(env),
+    allowUnauthenticated: flag(env, "ALLOW_UNAUTHENTICATED", defaultConfig.allowUnauthenticated),
     metricsPort:
       env.METRICS_PORT === undefined || env.METRICS_PORT === ""
         ? undefined

@@ -8,6 +8,7 @@ import {
   stopLeftRedis,
 } from "./redis/data-dir-lock.js";
 import {
+  privateStoreServer,
   RedisServerMissingError,
   type RedisServerProcess,
   socketPathIn,
@@ -34,12 +35,14 @@ async function main(): Promise<void> {
     config.authTokens.length > 0 ||
     config.authJwt !== undefined ||
     config.authClientCertsFile !== undefined;
-  if (!authOn && !isLoopback(config.host)) {
+  if (!authOn && !isLoopback(config.host) && !config.allowUnauthenticated) {
     console.log(
-      `suggest-task: no AUTH_TOKENS (nor AUTH_JWKS_FILE or AUTH_JWKS_URL) are set, so it listens on loopback only (127.0.0.1), not on ${config.host}`,
+      `suggest-task: no AUTH_TOKENS (nor AUTH_JWKS_FILE or AUTH_JWKS_URL) are set, so it listens on loopback only (127.0.0.1), not on ${config.host}; ALLOW_UNAUTHENTICATED=1 listens there without credentials`,
     );
     config = { ...config, host: "127.0.0.1" };
   }
+  for (const warning of startWarnings(config, authOn))
+    console.warn(`suggest-task: warning: ${warning}`);
   // The OpenTelemetry SDK only when an OTLP endpoint is set; else spans are no-ops.
   const tracing =
     process.env.OTEL_SDK_DISABLED !== "true" &&
@@ -50,6 +53,7 @@ async function main(): Promise<void> {
   let privateRedis: RedisServerProcess | undefined;
   let server: SuggestServer;
   let redisUrl = config.redisUrl;
+  let executable = "redis-server";
   const release = async () => {
     await privateRedis?.stop();
     lock?.release();
@@ -60,6 +64,7 @@ async function main(): Promise<void> {
       redisUrl === undefined && command !== undefined ? runningPrivateRedis(config) : undefined;
     if (running !== undefined) redisUrl = running;
     if (redisUrl === undefined) {
+      executable = privateStoreServer(process.env.PATH ?? "");
       const dir = resolve(config.dataDir, "redis");
       const tookOver = await stopLeftRedis(config.dataDir, dir, socketPathIn(dir));
       if (tookOver !== undefined) console.log(`suggest-task: ${tookOver}`);
@@ -67,6 +72,7 @@ async function main(): Promise<void> {
       // On its socket alone (permissions 700) when the path fits one: cheaper than
       // loopback TCP (docs/performance.md), and no TCP port another local user could reach.
       privateRedis = await startRedisServer({
+        executable,
         dir,
         unixSocket: socketPathIn(dir),
         socketOnly: true,
@@ -80,7 +86,9 @@ async function main(): Promise<void> {
     await release();
     throw explained(err, config);
   }
-  console.log(startupLine(config, server, privateRedis, redisUrl, tracing !== undefined));
+  console.log(
+    startupLine(config, server, privateRedis && { ...privateRedis, executable }, redisUrl, tracing),
+  );
 
   const stop = async (signal: string) => {
     console.log(`${signal}: shutting down`);
@@ -97,9 +105,9 @@ async function main(): Promise<void> {
 function startupLine(
   config: ServiceConfig,
   server: SuggestServer,
-  privateRedis: RedisServerProcess | undefined,
+  privateRedis: (RedisServerProcess & { readonly executable: string }) | undefined,
   redisUrl: string,
-  tracing: boolean,
+  tracing: unknown,
 ): string {
   const parts = [
     authSummary(config),
@@ -108,10 +116,10 @@ function startupLine(
       config.tlsCertFile === undefined ? "h2c and HTTP/1.1" : "HTTP/2 and HTTP/1.1 over TLS"
     })`,
     privateRedis
-      ? `private redis-server on ${privateRedis.url}${privateRedis.socketUrl && privateRedis.socketUrl !== privateRedis.url ? ` and ${privateRedis.socketUrl}` : ""}, data in ${privateRedis.dir}`
+      ? `private ${privateRedis.executable} on ${privateRedis.url}${privateRedis.socketUrl && privateRedis.socketUrl !== privateRedis.url ? ` and ${privateRedis.socketUrl}` : ""}, data in ${privateRedis.dir}`
       : `${parseRedisUrl(redisUrl).kind === "cluster" ? "Redis Cluster" : "Redis"} at ${redact(redisUrl)}`,
     config.chatHostUrl ? `chat host at ${config.chatHostUrl}` : "embedded chat host",
-    ...(tracing ? ["traces to the OTLP endpoint"] : []),
+    ...(tracing !== undefined ? ["traces to the OTLP endpoint"] : []),
     existsSync(join(config.inspectorDir, "index.html"))
       ? `inspector page at ${server.url}/`
       : `inspector page not built (run npm run build; ${config.inspectorDir} has no index.html)`,
@@ -202,6 +210,27 @@ function openFileLimit(): number | undefined {
   }
 }
 
+/**
+ * What a deployment should know before it takes traffic: a service open to every caller
+ * that reaches it, and started chats kept in the embedded host where no one else sees
+ * them. Both are said on a non-loopback address only, where they matter.
+ */
+function startWarnings(config: ServiceConfig, authOn: boolean): string[] {
+  if (isLoopback(config.host)) return [];
+  return [
+    ...(authOn
+      ? []
+      : [
+          `ALLOW_UNAUTHENTICATED=1: open on ${config.host} with no credentials; every caller that reaches it is trusted, so a mesh or gateway must authenticate them`,
+        ]),
+    ...(config.chatHostUrl === undefined
+      ? [
+          "CHAT_HOST_URL is not set: started chats stay inside this service's embedded chat host until CHAT_HOST_URL names the product's chat host",
+        ]
+      : []),
+  ];
+}
+
 /** The start-up line's part about auth. */
 function authSummary(config: ServiceConfig): string {
   const kinds = [
@@ -213,7 +242,9 @@ function authSummary(config: ServiceConfig): string {
     ? `bearer auth: ${kinds.join(" and ")}${certs}`
     : certs !== ""
       ? "client certificates mapped to roles"
-      : "no auth (AUTH_TOKENS unset): loopback only";
+      : config.allowUnauthenticated && !isLoopback(config.host)
+        ? "no auth (ALLOW_UNAUTHENTICATED=1)"
+        : "no auth (AUTH_TOKENS unset): loopback only";
 }
 
 /** True for addresses only this machine can reach. */

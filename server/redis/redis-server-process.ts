@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { accessSync, constants, mkdirSync } from "node:fs";
 import { createServer } from "node:net";
-import { resolve as resolvePath } from "node:path";
+import { delimiter, join, resolve as resolvePath } from "node:path";
 
 /** How to run a private `redis-server`. */
 export interface RedisServerOptions {
@@ -44,9 +44,34 @@ export interface RedisServerProcess {
 export class RedisServerMissingError extends Error {
   constructor(executable: string) {
     super(
-      `${executable} was not found on PATH. Install it (Debian/Ubuntu: sudo apt-get install redis-server; macOS: brew install redis) or set REDIS_URL to a Redis you run.`,
+      `REDIS_URL is not set, and ${executable} (to run a private Redis) was not found on PATH. Set REDIS_URL to a Redis you run, or install it (Debian/Ubuntu: sudo apt-get install redis-server; macOS: brew install redis).`,
     );
     this.name = "RedisServerMissingError";
+  }
+}
+
+/** The servers a private store may run, in the order they are looked for on PATH. */
+export const PRIVATE_STORE_SERVERS = Object.freeze(["redis-server", "valkey-server"] as const);
+
+/**
+ * The first of `redis-server` and `valkey-server` found on `path` (a PATH value), for a
+ * private store: Valkey serves the same commands and files. Neither there: throws
+ * RedisServerMissingError before anything is locked or started.
+ */
+export function privateStoreServer(path: string): (typeof PRIVATE_STORE_SERVERS)[number] {
+  const dirs = path.split(delimiter).filter((dir) => dir !== "");
+  for (const name of PRIVATE_STORE_SERVERS) {
+    if (dirs.some((dir) => isExecutable(join(dir, name)))) return name;
+  }
+  throw new RedisServerMissingError(PRIVATE_STORE_SERVERS[0]);
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
   }
 }
 

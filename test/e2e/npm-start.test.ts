@@ -118,7 +118,7 @@ test("without redis-server on PATH, the start says how to install one", async ()
   const code = await new Promise((resolve) => child.once("exit", resolve));
   expect(code).toBe(1);
   expect(stderr).toContain(
-    "suggest-task: redis-server was not found on PATH. Install it (Debian/Ubuntu: sudo apt-get install redis-server; macOS: brew install redis) or set REDIS_URL to a Redis you run.",
+    "suggest-task: REDIS_URL is not set, and redis-server (to run a private Redis) was not found on PATH. Set REDIS_URL to a Redis you run, or install it (Debian/Ubuntu: sudo apt-get install redis-server; macOS: brew install redis).",
   );
 });
 

@@ -1,5 +1,13 @@
-import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import {
+  existsSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
@@ -231,3 +239,30 @@ test("npm start runs node itself, so kill -TERM of npm start stops node and its 
   await exited;
   await until(() => !existsSync(`/proc/${service}`) && redisServersIn(data.dir).length === 0);
 }, 90_000);
+
+test("npm start on an up-to-date build compiles nothing; a changed source builds again", async () => {
+  execFileSync("npm", ["run", "-s", "build:server"], { stdio: "ignore" });
+  const built = () => statSync("dist/server/main.js").mtimeMs;
+  const before = built();
+  const data = tempDir("fresh");
+  cleanups.push(data.remove);
+  const npm = spawn("npm", ["start"], {
+    env: { ...process.env, HOST: "127.0.0.1", PORT: "0", DATA_DIR: data.dir },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  npm.stdout.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const exited = new Promise((resolve) => npm.once("exit", resolve));
+  cleanups.push(() => npm.exitCode === null && npm.kill("SIGKILL"));
+  await until(() => output.includes("listening on"), 60_000);
+  expect(built()).toBe(before);
+  npm.kill("SIGTERM");
+  await exited;
+  // A source newer than the build (its content unchanged) is compiled again.
+  const now = new Date();
+  utimesSync("server/main.ts", now, now);
+  execFileSync(process.execPath, ["tools/build-server.mjs", "--if-stale"], { stdio: "ignore" });
+  expect(built()).toBeGreaterThan(before);
+}, 120_000);
