@@ -1,5 +1,5 @@
 /**
- * The import rules of server/ (style.md, "Layout tells the architecture"), checked in
+ * The import rules of server/ (the layers: README.md "Architecture", docs/architecture.md), checked in
  * .ci/run by `npm run check:imports`:
  * - no import cycles, type-only imports counted (tsPreCompilationDeps);
  * - imports run down the layers only: entry → transport → pipeline → rpc → host →

@@ -4,7 +4,7 @@
  * window. h2load sees HTTP statuses only, not `grpc-status`; the runner therefore
  * checks, with one call before and one after, that the body is answered OK, which
  * holds for every call of a read that changes nothing. The parsers are pure and pinned
- * by test/bench/h2load.test.ts.
+ * by test/bench/parsers.test.ts.
  */
 import { execFileSync } from "node:child_process";
 import { type Latency, latencyOf } from "./stats.js";

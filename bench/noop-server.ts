@@ -23,7 +23,7 @@ const serving = create(HealthCheckResponseSchema, {
 });
 
 if (kind === "connect") {
-  // connect-node's default adapter on a plain h2c server: perf-notes.md's baseline.
+  // connect-node's default adapter on a plain h2c server: the baseline connect-node's own cost is read against.
   const handler = connectNodeAdapter({
     routes: (router) =>
       router.service(Health, {

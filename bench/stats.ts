@@ -1,4 +1,4 @@
-/** Small statistics of the bench's figures. Pure; test/bench/h2load.test.ts covers them. */
+/** Small statistics of the bench's figures. Pure; test/bench/parsers.test.ts covers them. */
 
 /** The value at percentile `p` (0 to 100) of ascending `sorted`; 0 for no values. */
 export function percentile(sorted: ArrayLike<number>, p: number): number {

@@ -86,7 +86,7 @@ export interface ServiceConfig {
   /** Unary binary gRPC answered straight on HTTP/2 streams (server/transport/grpc-fast-path.ts). */
   readonly grpcFastPath: boolean;
   /**
-   * Off by default, as the design has every script touch one session's keys. On (for a
+   * Off by default, so that every script touches the keys of one cluster slot. On (for a
    * single Redis that is not cluster-enabled, with no proxy between): scripts may write
    * keys of several cluster slots in one step: an append makes its workspace inbox
    * announcement itself (store/scripts.ts `announcedForm`), and a Start on the embedded

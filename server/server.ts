@@ -59,7 +59,7 @@ export interface SuggestServer {
   /** `http://host:port` of `GET /metrics` when it has a port of its own (`METRICS_PORT`). */
   readonly metricsUrl?: string;
   /**
-   * The shutdown, in the order design.md's "Staying connected" gives: not ready at
+   * The shutdown, in the order docs/operating.md "Shutdown" gives: not ready at
    * once; serving on for `shutdownDelayMs`; then GOAWAY, calls in flight finish within
    * the grace period, watch streams end UNAVAILABLE, Redis is closed.
    */

@@ -32,7 +32,7 @@ export function explain(err: unknown): string {
       : `chat ${err.payload.sessionId} is in a scheduled task's folder`;
   }
   if (isSuggestTaskRefusalError(err)) {
-    // A refused suggestTask: err.rawMessage is the reference's text, for the model.
+    // A refused suggestTask: err.rawMessage is the contract's text, for the model.
     if (err.payload.reason === RefusalReason.TURN_LIMIT) return `refused: ${err.rawMessage}`;
     return `refused (${RefusalReason[err.payload.reason]}): ${err.rawMessage}`;
   }

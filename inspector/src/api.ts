@@ -87,7 +87,7 @@ export function isAbort(err: unknown): boolean {
 
 /**
  * What a JWT says it grants, read from its payload without checking it (the service checks
- * it on every call): its roles and workspaces (`scope`, design.md "Tenants"), and when it
+ * it on every call): its roles and workspaces (`scope`, as docs/operating.md "Credentials and tenants" spells it), and when it
  * expires. Undefined for a token that is not a JWT (a static token).
  */
 export interface TokenClaims {

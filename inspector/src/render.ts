@@ -18,7 +18,7 @@ export const ACTIONS = ["Start", "Draft", "Dismiss", "Restore"] as const;
 export type Action = (typeof ACTIONS)[number];
 
 /**
- * The actions a suggestion's state allows (the reference: started, drafted and dismissed
+ * The actions a suggestion's state allows (docs/contract.md: started, drafted and dismissed
  * apply only to an open offer, restored only to a dismissed one, the agent's withdrawal
  * included), so a card never offers what the service would refuse. Started and drafted
  * are final: no action.

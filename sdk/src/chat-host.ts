@@ -5,7 +5,7 @@ import { ChatHostService, MessageAuthor } from "../../gen/oda/suggest/v1/chat_ho
 /**
  * A chat host's implementation of `ChatHostService`: all three RPCs are required, so the
  * compiler tells a host what it still lacks. Each answers a response message or its init
- * shape. The contract a host keeps (design.md, ChatHostService):
+ * shape. The contract a host keeps (docs/contract.md, ChatHostService):
  * - `getSession`: NOT_FOUND (`new ConnectError(..., Code.NotFound)`) for an unknown session;
  *   the service then refuses the tool call as having no owning session.
  * - `createChat`: the same `idempotencyKey` always answers the same chat.

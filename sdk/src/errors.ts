@@ -125,7 +125,7 @@ export class WorkspaceMissingError extends TaskSuggestionError<SuggestionError_W
 }
 
 /**
- * A refused suggest_task call. `rawMessage` is the reference's exact text, which is what the
+ * A refused suggest_task call. `rawMessage` is the contract's exact text, which is what the
  * model should see; `payload` says why (`reason`) and, for field refusals, which field, its
  * limit and the code points counted.
  */

@@ -5,7 +5,7 @@ import {
   Settler,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 
-/** The words of a dismissal's reason in the line, as the design pins them. */
+/** The words of a dismissal's reason in the line, as the contract fixes them. */
 const REASON_WORDS: Readonly<Partial<Record<DismissReason, string>>> = {
   [DismissReason.NOT_WANTED]: "not wanted",
   [DismissReason.ALREADY_DONE]: "already done",
@@ -22,7 +22,7 @@ function personDismissal(title: string, settlement: Settlement): string {
   return `The user dismissed your suggestion "${title}" as ${words}; do not offer it again.${note}`;
 }
 
-/** The line that tells the offering model of one settlement, in the design's words. */
+/** The line that tells the offering model of one settlement, in the contract's words (docs/sdk.md). */
 function noteOf(settlement: Settlement): string | undefined {
   const title = settlement.suggestion?.title ?? "";
   switch (settlement.outcome) {

@@ -23,7 +23,7 @@ export interface SuggestTaskArguments {
 /**
  * What the model should see as the tool's result. Recorded: `content` is the success line
  * (`Suggested "<title>". The user decides whether to start it; do not start it yourself.`).
- * Refused: `content` is the reference's refusal text and `isError` is true, which maps onto
+ * Refused: `content` is the contract's refusal text and `isError` is true, which maps onto
  * Anthropic's `tool_result.is_error` and MCP's `CallToolResult.isError`.
  */
 export type SuggestTaskToolResult =
@@ -43,11 +43,11 @@ export type SuggestTaskToolResult =
 /**
  * Reads a model's tool-call arguments, given as the parsed object (Anthropic's `input`, MCP's
  * `arguments`) or as the JSON text (OpenAI's `function.arguments`). A missing or `null` field
- * reads as empty, which the service refuses with the reference's `must not be empty` text;
+ * reads as empty, which the service refuses with the contract's `must not be empty` text;
  * unknown keys are ignored, since the service checks only the declared fields.
  *
  * @throws ConnectError INVALID_ARGUMENT when the arguments are not a JSON object or a field
- *   is not a string: those are not refusals the reference names.
+ *   is not a string: those are not refusals the contract names.
  */
 export function readSuggestTaskArguments(args: unknown): SuggestTaskArguments {
   const read = readToolArguments(suggestTaskTool, args);

@@ -18,7 +18,7 @@ export interface ToolArgument {
 export interface ToolDeclaration {
   /** The tool's name as a model calls it ("suggest_task"). */
   readonly name: string;
-  /** The tool's description, the reference's text. */
+  /** The tool's description, the contract's text. */
   readonly description: string;
   /** The arguments in declaration order, which is also the order the service checks them in. */
   readonly fields: readonly ToolArgument[];

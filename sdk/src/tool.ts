@@ -55,7 +55,7 @@ export function toolDefinition(message: DescMessage): ToolDefinition {
 }
 
 /**
- * The suggest_task tool: `name` "suggest_task", the reference's description, and the JSON
+ * The suggest_task tool: `name` "suggest_task", the tool's description, and the JSON
  * Schema of `title`, `tldr` and `brief` (`maxLength` 60, 240 and 4000), all required.
  */
 export const suggestTaskTool: ToolDefinition = /*@__PURE__*/ toolDefinition(SuggestTaskArgsSchema);

@@ -7,7 +7,7 @@ import { runToolCall, type SuggestTaskToolResult, type ToolCallContextInit } fro
 
 /**
  * The withdraw_suggestion tool, offered beside suggest_task: `name` "withdraw_suggestion",
- * the design's description, and the JSON Schema of `title` and `reason` (`maxLength` 60
+ * the tool's description, and the JSON Schema of `title` and `reason` (`maxLength` 60
  * and 240), both required, all read from `WithdrawSuggestionArgs`' proto options. Pass it
  * to `anthropicTool`, `openAITool` or `mcpTool` as suggest_task's definition is.
  */

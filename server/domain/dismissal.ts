@@ -2,7 +2,7 @@ import { DismissReason } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { codePoints } from "./tool-fields.js";
 
 /*
- * The person's reason and note when dismissing a suggestion (design.md "The person
+ * The person's reason and note when dismissing a suggestion (docs/contract.md "The person
  * decides, the agent learns"): checked here, written on the `settled` record as `why`
  * (the reason's word) and `note`, and read back from them.
  */

@@ -10,7 +10,7 @@ import { normalizedTitle } from "./refusals.js";
 export type DuplicateReason = RefusalReason.DUPLICATE_OPEN | RefusalReason.DUPLICATE_DISMISSED;
 
 /**
- * The duplicate rule of design.md "The person decides, the agent learns", read over a
+ * The duplicate rule (docs/contract.md, SuggestTask's refusals, row 9), read over a
  * chat's suggestions as the fold gives them (fold.ts `foldLog`): a new offer whose
  * normalized title (`normalizedTitle`) equals that of an open offer is DUPLICATE_OPEN;
  * else, equal to that of an offer the person dismissed, DUPLICATE_DISMISSED; an offer

@@ -31,7 +31,7 @@ export const SuggestionErrorCode = Object.freeze({
 /** The ErrorInfo domain of SuggestionError failures. */
 export const SUGGESTION_ERROR_DOMAIN = "task-suggestion";
 
-/** The lowercase word of a state, as the reference's messages use it. */
+/** The lowercase word of a state, as the failures' messages use it (docs/contract.md). */
 export function stateWord(state: SuggestionState): string {
   switch (state) {
     case SuggestionState.OPEN:
@@ -62,7 +62,7 @@ export type SuggestionFailure =
 export interface FailureAnswer {
   /** The reference's message. */
   readonly message: string;
-  /** The design's gRPC code. */
+  /** The contract's gRPC code. */
   readonly code: Code;
   /** SuggestionError's typed payload. */
   readonly payload: MessageInitShape<typeof SuggestionErrorSchema>["payload"];

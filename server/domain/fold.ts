@@ -98,7 +98,7 @@ function listsOf(byId: Map<string, Suggestion>): SuggestionLists {
 }
 
 /**
- * Folds a session's log into its lists. This is the reference's reading of the log
+ * Folds a session's log into its lists. This is the reading of the log in TypeScript
  * (includes/projection.lua applies the same rules to its cache, and `listsFromOffers`
  * reads that cache); it reads every record, so the service reads through the
  * projection instead and this stays the reading the tests compare it with:

@@ -1,7 +1,7 @@
 import { isValidId } from "./ids.js";
 
 /**
- * The workspaces a credential opens (design.md "Tenants"): every one (a static token
+ * The workspaces a credential opens (docs/operating.md "Credentials and tenants"): every one (a static token
  * without grants, or `workspace:*`), or the listed ones. A suggestion is seen and acted
  * on only when the workspace recorded on its offer is granted; `workspace:*` also covers
  * offers of chats in no workspace (an empty workspace id), which a list never does.

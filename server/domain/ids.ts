@@ -24,7 +24,7 @@ export function requireId(field: string, value: string): string {
 
 /**
  * Checks an id that may be absent (empty), as SuggestTask's session id, whose absence
- * is a refusal of the reference rather than a malformed request.
+ * is a refusal (row 2 of docs/contract.md's table) rather than a malformed request.
  */
 export function checkOptionalId(field: string, value: string): string {
   if (value !== "" && !ID_PATTERN.test(value)) {

@@ -7,7 +7,7 @@ export const REFUSAL_DOMAIN = "suggest_task";
 
 /**
  * The tools whose refusals carry a `SuggestTaskRefusal`; each name is also the ErrorInfo
- * domain and the prefix of its refusal texts (design.md).
+ * domain and the prefix of its refusal texts (docs/contract.md).
  */
 export type RefusingTool = typeof REFUSAL_DOMAIN | "withdraw_suggestion";
 
@@ -37,7 +37,7 @@ export type Refusal =
       title: string;
     };
 
-/** What the caller is told of one refusal: the reference's text, a gRPC code, the limit. */
+/** What the caller is told of one refusal: the contract's text, a gRPC code, the limit. */
 export interface RefusalAnswer {
   readonly message: string;
   readonly code: Code;
@@ -55,10 +55,10 @@ type FixedReason = Exclude<
 >;
 
 /**
- * The reference's refusal table for suggest_task, in the order the checks run
- * (design.md "The tool's rules"): the first that fails answers. rpc/suggest-task.ts runs
+ * The refusal table of suggest_task (docs/contract.md), in the order the checks run
+ * the first that fails answers. rpc/suggest-task.ts runs
  * them in this order; the field checks (8a empty, 8b too long) come last, for each field
- * in the order the proto declares them. Strings are the reference's, exactly.
+ * in the order the proto declares them. Strings are the contract's, exactly.
  */
 export const SUGGEST_TASK_REFUSALS: ReadonlyMap<FixedReason, RefusalAnswer> = new Map([
   [
@@ -122,8 +122,8 @@ export const SUGGEST_TASK_REFUSALS: ReadonlyMap<FixedReason, RefusalAnswer> = ne
 ]);
 
 /**
- * withdraw_suggestion's refusal table, in its check order (design.md "The offering
- * agent's side"): the helper, the owning session, the open turn; then the fields
+ * withdraw_suggestion's refusal table, in its check order (docs/contract.md
+ * "WithdrawSuggestion's refusals"): the helper, the owning session, the open turn; then the fields
  * (4, texts as suggest_task's with the tool's name), then no open offer with the title.
  */
 export const WITHDRAW_SUGGESTION_REFUSALS: ReadonlyMap<FixedReason, RefusalAnswer> = new Map([
@@ -199,8 +199,8 @@ export function describeRefusal(r: Refusal, tool: RefusingTool = REFUSAL_DOMAIN)
 }
 
 /**
- * A title as the duplicate check compares it (design.md "The person decides, the agent
- * learns"): trimmed, lower-cased, inner white space collapsed to one space. Computed
+ * A title as the duplicate check compares it (docs/contract.md, SuggestTask's
+ * refusals, row 9): trimmed, lower-cased, inner white space collapsed to one space. Computed
  * once, here, when an offer is made: the offer's record keeps it (`nt`) and
  * store/lua/offer-3.lua compares the values it is given, never normalizing itself.
  */

@@ -2,7 +2,7 @@ import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { OPEN_LIMIT } from "./limits.js";
 
 /**
- * The settlement rule of the reference ("How offers and settlements are recorded"), as
+ * The settlement rule (docs/contract.md "A suggestion's states"), as
  * code. The fold (fold.ts) applies it to the log; the Lua projection
  * (store/lua/includes/projection.lua) and the atomic settle step (store/lua/settle-3.lua)
  * apply the same rule to their cache, and test/store/settlement-rule.test.ts runs every

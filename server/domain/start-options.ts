@@ -4,7 +4,7 @@ import { type StartOptions, StartOptionsSchema } from "../../gen/oda/suggest/v1/
 import { codePoints } from "./tool-fields.js";
 
 /*
- * The person's choices at Start (design.md "The person decides, the agent learns"):
+ * The person's choices at Start (docs/contract.md "The person decides, the agent learns"):
  * checked once here, written on the log as record fields, and read back from them.
  */
 

@@ -10,8 +10,8 @@ import { WorkspaceMissingReason } from "../../gen/oda/suggest/v1/suggestion_pb.j
 import { type ChosenOptions, NO_OPTIONS } from "./start-options.js";
 
 /**
- * What the reference says of the chat that Start creates ("What Start does", "What a
- * started chat runs as"): where it may start, what it runs as, and the keys that make
+ * The rules of the chat that Start creates (docs/contract.md "What Start does", "The
+ * person decides, the agent learns"): where it may start, what it runs as, and the keys that make
  * it one chat with one brief however often Start runs.
  */
 

@@ -30,7 +30,7 @@ export interface ToolFieldSpec {
 export interface ToolSpec {
   /** The tool's name as a model calls it ("suggest_task"). */
   readonly name: string;
-  /** The tool's description, the reference's text. */
+  /** The tool's description, the contract's text. */
   readonly description: string;
   /** The arguments in declaration order, which is also the order they are checked in. */
   readonly fields: readonly ToolFieldSpec[];

@@ -16,7 +16,7 @@ export function codePoints(value: string): number {
 /**
  * Checks a tool's trimmed arguments in the order its proto declares them, each for
  * emptiness before length, against the limits of its `(tool_field)` options: the one
- * rule of suggest_task's and withdraw_suggestion's field checks (design.md, check 4 of
+ * rule of suggest_task's and withdraw_suggestion's field checks (docs/contract.md, row 4 of
  * withdraw and 8 of suggest_task). Answers the first refusal, or undefined when all fit.
  * A declared field missing from `trimmed` reads as empty.
  */

@@ -43,7 +43,7 @@ export interface PipelineOptions extends WorkDeadlines {
  * Wraps a service implementation so that every call runs through the hooks, and unary
  * calls run within their budget (`withinBudget`). The wrapping is around the
  * implementation, not in Connect interceptors, so that every transport serving the
- * same implementation applies the same concerns (perf-notes.md).
+ * same implementation applies the same concerns (docs/performance.md, "The gRPC path").
  */
 export function wrapService<S extends DescService>(
   service: S,

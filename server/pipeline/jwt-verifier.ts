@@ -8,7 +8,7 @@ import {
   jwtVerify,
 } from "jose";
 
-/** Where a JWT's keys come from, and what its claims must say (design.md "Tenants"). */
+/** Where a JWT's keys come from, and what its claims must say (docs/operating.md "Credentials and tenants"). */
 export interface JwtSettings {
   /** A JWKS file (`AUTH_JWKS_FILE`), reread when it changes or a token names an unknown key. */
   readonly jwksFile?: string | undefined;

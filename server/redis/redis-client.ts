@@ -85,7 +85,7 @@ export function connectRedis(url: string): RedisClient {
  * only once Redis has answered the last one, so with `appendfsync always` every call
  * waited for the fsync of the batch before its own; here the batches follow one another
  * and Redis answers each as it comes. Measured with `npm run bench`
- * (docs/performance.md, "What was tried"): Get and SuggestTask made more calls a second for less
+ * (docs/performance.md, "Choices the figures rest on"): Get and SuggestTask made more calls a second for less
  * CPU each; settle and Start moved within the noise. Order is kept (a cork only holds
  * writes back), and the commands a turn writes after the socket closed are ioredis's to
  * retry, as before. Pinned by test/redis/write-batching.test.ts and
@@ -101,7 +101,7 @@ export function batchWritesPerTurn(client: Redis): void {
  * turn's end, while Redis sits idle, then wait idle itself while Redis runs them all: the
  * two take turns instead of working side by side. Eight to a write lets Redis start on
  * the first while the turn goes on. Measured with `npm run bench`
- * (docs/performance.md, "What was tried"): SuggestTask and the
+ * (docs/performance.md, "Choices the figures rest on"): SuggestTask and the
  * settles made about a third more calls a second, for less server CPU each.
  */
 export const COMMANDS_PER_WRITE = 8;

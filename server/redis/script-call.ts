@@ -50,8 +50,8 @@ export function recordsWrites(lua: string): boolean {
  * One call of a script, its arguments taken as they are. ioredis's `Command` flattens
  * the arguments it is given with `Array.prototype.flat`, which V8 runs through its
  * generic path on Node 20: about 120 ns an argument, 1.8 µs for an offer's 14, nearly
- * all of what the constructor costs (docs/performance.md, "What was tried, and why it
- * was kept or dropped"). Every script call of the service passes its keys and
+ * all of what the constructor costs (docs/performance.md, "Choices the
+ * figures rest on"). Every script call of the service passes its keys and
  * arguments flat already, so this command is built with none and given them after. The
  * rest is ioredis's script command: the first call on a connection sends the body
  * (EVAL), the next ones its SHA (EVALSHA), and a NOSCRIPT reply (the connection's Redis

@@ -52,7 +52,7 @@ export function storeRefusal(err: unknown): StoreRefusal | undefined {
 
 /**
  * The conditions of one client's Redis that make the service not ready while Redis still
- * answers: an evicting `maxmemory-policy` found on a reconnection (eviction-check.ts), a
+ * answers: an evicting `maxmemory-policy` found on a reconnection (store-checks.ts `watchEvictionPolicy`), a
  * disk that refuses writes (`MISCONF`). Emits `change` when one comes or goes, and
  * `refused` with a `StoreRefusal` for each write refused (telemetry counts them).
  * grpc.health.v1 (rpc/health.ts) reports NOT_SERVING while `problems` is not empty.

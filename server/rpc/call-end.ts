@@ -7,8 +7,8 @@ import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
  * contexts (the fast path's, server/transport/lazy-handler-context.ts, and the budget's,
  * server/pipeline/deadlines.ts) answer it with plain listeners and a timer, with no
  * AbortSignal: two signals linked, as a waiting Start made them, cost it about 20 µs
- * here, most of what it spends beside the flight it joins (docs/performance.md, "What was
- * tried, and why it was kept or dropped"). Any other context (connect-node's own) answers it through its signal.
+ * here, most of what it spends beside the flight it joins (docs/performance.md, "Choices the
+ * figures rest on"). Any other context (connect-node's own) answers it through its signal.
  */
 export interface CallEnd {
   /**

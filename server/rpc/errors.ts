@@ -22,13 +22,13 @@ import { storeRefusal } from "../redis/store-condition.js";
 
 /**
  * The one module that turns failures into `ConnectError`s with typed details, as
- * connect-node's node-error.ts does for its own: the domain says what a refusal or a
+ * connect-node's node-error module does for its own: the domain says what a refusal or a
  * failure is (domain/refusals.ts, domain/failures.ts); this builds the wire error.
  */
 
 /**
- * The error a refused tool call answers with: the reference's exact text as the
- * message (the model sees it), the design's gRPC code, a `SuggestTaskRefusal` and an
+ * The error a refused tool call answers with: the contract's exact text as the
+ * message (the model sees it), its gRPC code, a `SuggestTaskRefusal` and an
  * `ErrorInfo` (domain the tool's name, `suggest_task` or `withdraw_suggestion`, reason
  * the enum's name without its prefix).
  */
@@ -50,8 +50,8 @@ export function refusalError(r: Refusal, tool: RefusingTool = REFUSAL_DOMAIN): C
 }
 
 /**
- * The error a failed list, settle or start call answers with: the reference's message,
- * the design's gRPC code, a `SuggestionError` with its typed payload and an `ErrorInfo`
+ * The error a failed list, settle or start call answers with: the contract's message,
+ * its gRPC code, a `SuggestionError` with its typed payload and an `ErrorInfo`
  * (domain `task-suggestion`, reason the code's tail in upper snake case, metadata the
  * payload's values as strings).
  */

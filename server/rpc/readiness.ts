@@ -13,7 +13,7 @@ const REDIS_EVENTS = ["ready", "close", "end", "reconnecting", "error"] as const
 /**
  * Whether this instance should be sent calls: Redis answers, its condition has no
  * problem (an evicting policy, a disk that refuses writes) and no drain has begun
- * (design.md, "Staying connected"). Liveness is not this: a Redis outage makes every
+ * (docs/operating.md, "Shutdown" and "Behind a proxy"). Liveness is not this: a Redis outage makes every
  * instance not ready, never not live (`GET /livez` answers while the event loop does).
  * Read by `GET /readyz` and grpc.health.v1 (rpc/health.ts), both for the empty service
  * name and oda.suggest.v1.SuggestionService. Pinned by test/e2e/probes.test.ts.

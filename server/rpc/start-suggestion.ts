@@ -62,7 +62,7 @@ export interface StartSuggestionDeps {
 }
 
 /**
- * StartSuggestion, in the design's order: the host's session (workspace-missing when it
+ * StartSuggestion, in the contract's order (docs/contract.md "What Start does"): the host's session (workspace-missing when it
  * belongs to no workspace or runs in a scheduled task's folder); the suggestion's
  * standing (not-found; drafted or dismissed: not-open; started: its chat again, making
  * sure the brief was posted); then, for an open one, the single-flight lock per
@@ -151,7 +151,7 @@ function checkPermission(chosen: ChosenOptions, session: Session | undefined): v
 }
 
 /**
- * One Start, as the design orders it (see `startSuggestion`). The first step is one
+ * One Start, in the contract's order (see `startSuggestion`). The first step is one
  * script (store/start-steps.ts `beginStart`): the suggestion, its lock when it is open,
  * and the embedded host's session record; a remote host is asked for the session first.
  */
@@ -245,7 +245,7 @@ async function startOnce(
  * The holder's part: create the chat (idempotent by key), record `started` only if the
  * offer is still open, post the brief (idempotent by key), and tell the waiters.
  *
- * The dismissal window (the reference, "What Start does"): between CreateChat and the
+ * The dismissal window (docs/contract.md, "What Start does"): between CreateChat and the
  * atomic `started` step the person may dismiss (or draft) the suggestion. The step then
  * answers not-open, no brief is posted, the suggestion stays dismissed and its chat
  * stays empty; starting it again fails with task-suggestion/not-open
@@ -270,7 +270,7 @@ async function startHeld(
   try {
     let settled: StartSettled;
     if (deps.startInOneScript === true && deps.embeddedHost !== undefined) {
-      // The three steps in the design's order, as one script (lua/settleStartEmbedded-9.lua).
+      // The three steps in the contract's order, as one script (lua/settleStartEmbedded-9.lua).
       const chat = deps.embeddedHost.chatWrite(chatRequest);
       const { write: brief } = deps.embeddedHost.messageWrite(
         briefRequest(suggestion, chat.chatId, fixed.brief),

@@ -57,8 +57,8 @@ export function checkArgs(
 }
 
 /**
- * The suggest_task tool. Request shape first (INVALID_ARGUMENT), then the design's eight
- * checks in order, the first that fails answering with the reference's refusal, then
+ * The suggest_task tool. Request shape first (INVALID_ARGUMENT), then the eight
+ * checks in order, the first that fails answering with the contract's refusal, then
  * the duplicate check last (ALREADY_EXISTS); checks 5 to 7, the duplicate check and the
  * append are one atomic script (lua/offer-3.lua), which compares the normalized title
  * made here.

@@ -20,7 +20,7 @@ import { watchSuggestions } from "./watch-suggestions.js";
 import { withdrawSuggestion } from "./withdraw-suggestion.js";
 
 /**
- * The tenant rule of design.md "Tenants", around the SuggestionService: a call whose
+ * The tenant rule (docs/operating.md "Credentials and tenants"), around the SuggestionService: a call whose
  * credential opens every workspace runs as it is; for any other, a suggestion whose
  * offer was recorded in a workspace it does not open is answered exactly as an absent
  * one. Each handler runs as written, over a view of its dependencies that hides what

@@ -16,7 +16,7 @@ export interface CheckedContext {
 /**
  * The request shape of both tools (suggest_task, withdraw_suggestion), checked before
  * any of their rules: a missing context, or an id that is present but malformed, is
- * INVALID_ARGUMENT ("Request shape comes first", design.md); empty ids are left to the
+ * INVALID_ARGUMENT (docs/contract.md, SuggestTask's refusals); empty ids are left to the
  * tools' own refusals.
  */
 export function checkedContext(context: ToolCallContext | undefined): CheckedContext {

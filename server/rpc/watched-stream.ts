@@ -8,7 +8,7 @@ const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value:
 /** The codes of a watch the server ends: the caller's deadline, the server's shutdown. */
 const SERVER_ENDS: ReadonlySet<Code> = new Set([Code.DeadlineExceeded, Code.Unavailable]);
 
-/** The fewest seconds between heartbeats a watch may ask for (design.md, "Staying connected"). */
+/** The fewest seconds between heartbeats a watch may ask for (docs/operating.md, "Idle timeouts and heartbeats"). */
 export const MIN_HEARTBEAT_SECONDS = 5;
 
 /**

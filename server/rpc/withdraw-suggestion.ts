@@ -23,7 +23,7 @@ export interface WithdrawSuggestionDeps {
   readonly host: ChatHost;
 }
 
-/** The design's success line of a withdrawal. */
+/** The success line of a withdrawal (docs/contract.md). */
 export function withdrawnLine(title: string): string {
   return `Withdrew "${title}". It stays dismissed unless the user restores it.`;
 }
@@ -33,7 +33,7 @@ const refuse = (r: Refusal) => refusalError(r, TOOL);
 /**
  * The withdraw_suggestion tool: the offering chat's top-level agent dismisses its own
  * newest open offer with the given title. Request shape first (INVALID_ARGUMENT), then
- * the design's five checks in order, the first that fails answering its refusal:
+ * the five checks in order (docs/contract.md), the first that fails answering its refusal:
  * 1 any role but TOP_LEVEL (unset and unknown numbers included), 2 no owning session
  * (empty, or the host knows none), 3 no open turn, 4 the fields (trimmed, code points,
  * the limits of the proto's options), 5 no open offer with that title. The lookup and

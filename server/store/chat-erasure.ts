@@ -42,7 +42,7 @@ export interface ErasureReport {
  * 2 cannot be one; between them an inbox read may still list the erased offers, never
  * after the call returns. Repeated, it finds nothing and answers the same. A chat
  * started from one of the chat's suggestions is a chat of its own and stays.
- * Pinned by test/store/chat-erasure.test.ts.
+ * Pinned by test/rpc/delete-suggestions.test.ts and test/rpc/delete-suggestions-race.test.ts.
  */
 export async function eraseChat(
   redis: Redis | Cluster,

@@ -3,7 +3,7 @@
  *
  * Each key of a session carries the Redis Cluster hash tag `{<session_id>}`, so that a
  * script that touches one session's keys stays on one slot. Ids reach this module only
- * after `validate.ts` has checked them (1 to 128 of `[A-Za-z0-9._:-]`), so no caller's
+ * after `domain/ids.ts` has checked them (1 to 128 of `[A-Za-z0-9._:-]`), so no caller's
  * text ever becomes a key unchecked.
  */
 

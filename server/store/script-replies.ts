@@ -11,7 +11,7 @@ import type { ScriptReply } from "./scripts.js";
 /*
  * What the offer and settle scripts take and answer, in one place: the ARGV each
  * script's header states, and one decoder per script from its status codes to an
- * outcome (bullmq's error-code.ts and finished-errors.ts are the model).
+ * outcome (as bullmq decodes its scripts' error codes).
  */
 
 /** An offer as the tool hands it to the store: fields already trimmed and checked. */

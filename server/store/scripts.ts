@@ -97,7 +97,7 @@ ${body}`;
  * full Redis), and no flags for a script that records: Redis 7 then checks memory (OOM),
  * the disk (MISCONF) and min-replicas before the script runs, and refuses it whole,
  * where a script without the line is checked at each write inside it and could stop
- * halfway (test/store/out-of-memory.test.ts).
+ * halfway (test/e2e/store-durability.test.ts, "out of memory").
  */
 const SHEBANG = /^#!lua(?:[ \t]+flags=[a-z,-]*)?\n/;
 

@@ -38,8 +38,8 @@ type Route = {
 /**
  * Unary calls in binary gRPC, answered straight on the HTTP/2 stream with the same
  * wrapped implementations connect-node serves (so auth, checks, deadlines, logs and
- * metrics are the same), without connect-node's per-call machinery: perf-notes.md puts
- * connect-node at about 390 µs of CPU per call here and a raw HTTP/2 handler near 50.
+ * metrics are the same), without connect-node's per-call machinery, which costs several times a raw HTTP/2
+ * handler's CPU per call (docs/performance.md, "The gRPC path").
  * It takes only what it fully handles: POST, `application/grpc` or `+proto`, no
  * compression, a unary or server-streaming method. Everything else (Connect, gRPC-Web,
  * JSON, client and bidi streams, compressed calls) is handed to connect-node. Pinned by test/e2e/interop-grpc.test.ts

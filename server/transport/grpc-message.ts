@@ -33,7 +33,7 @@ function respec(headers: unknown): unknown {
  * Rewrites the `grpc-message` that connect-node writes (with `encodeURIComponent`, which
  * also encodes characters such as ';') into the spec's minimal encoding. Clients that
  * decode with `decodeURI`, as @grpc/grpc-js does, would otherwise show a refusal's ';'
- * as "%3B", and the model would read a text that is not the reference's. Pinned by
+ * as "%3B", and the model would read a text that is not the contract's. Pinned by
  * test/e2e/interop-grpc.test.ts.
  */
 export function withSpecGrpcMessage(handler: DualHandler): DualHandler {

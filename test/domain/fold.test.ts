@@ -114,7 +114,7 @@ describe("foldLog", () => {
     expect(states(lists)).toEqual({ a: "OPEN" });
   });
 
-  test("outcomes apply only to the standing the reference allows", () => {
+  test("outcomes apply only to the standing the contract allows", () => {
     const lists = foldLog("s", [
       offered("started"),
       offered("dismissed"),

@@ -85,7 +85,7 @@ describe("malformed requests answer INVALID_ARGUMENT and record nothing", () => 
     );
   });
 
-  test("missing arguments get the reference's refusal", async () => {
+  test("missing arguments get the contract's refusal", async () => {
     const id = await freshSession();
     expectRefusal(
       await refusalOf(
@@ -149,7 +149,7 @@ describe("text that is not valid UTF-8", () => {
 });
 
 describe("oversized requests", () => {
-  test("a brief over its limit gets the reference's refusal", async () => {
+  test("a brief over its limit gets the contract's refusal", async () => {
     const id = await freshSession();
     expect(
       (await refusalOf(offer(t.clients, { sessionId: id, brief: "x".repeat(5000) }))).message,

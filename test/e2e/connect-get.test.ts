@@ -8,7 +8,7 @@ import { offer } from "../support/suggest.js";
 /*
  * The reads marked `idempotency_level = NO_SIDE_EFFECTS` answer Connect GET
  * (`?connect=v1&encoding=json&message=...`) on the service's port, with the caching
- * headers of server/transport/get-caching.ts; plain curl is the client.
+ * headers of server/transport/connect-get.ts; plain curl is the client.
  */
 
 const run = promisify(execFile);

@@ -13,7 +13,7 @@ import { Model } from "../support/suggestion-model.js";
  * A model-based test: random sequences of offers (through the tool and hand-written),
  * settlements (through the RPCs and hand-written, fitting or not), records of unknown
  * kinds, deleted projections and kill -9 restarts of Redis run against the service and
- * against a small reference model written from the reference page; after every step the
+ * against a small reference model written from docs/contract.md; after every step the
  * lists must be the model's, and every RPC must answer as the model predicts. The model:
  * test/support/suggestion-model.ts; the steps: test/support/model-steps.ts.
  */

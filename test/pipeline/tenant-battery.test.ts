@@ -19,7 +19,7 @@ import {
 } from "../support/tenant-auth.js";
 
 /*
- * The tenant rule of design.md "Tenants", RPC by RPC: every RPC of SuggestionService (the
+ * The tenant rule (docs/operating.md "Credentials and tenants"), RPC by RPC: every RPC of SuggestionService (the
  * list is read from the service's descriptor, so an RPC added to the proto fails here
  * until it is in the battery), over gRPC (the fast path) and Connect (connect-node).
  */

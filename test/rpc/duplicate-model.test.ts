@@ -16,8 +16,8 @@ import { useTestServer } from "../support/server-fixture.js";
 import { expectRefusal, nextTurnId, REFUSAL_TEXT, refusalOf } from "../support/suggest.js";
 
 /*
- * A property test of the duplicate rule (design.md "The person decides, the agent
- * learns"): after any sequence of offers (titles from a small set, in case, white-space
+ * A property test of the duplicate rule (docs/contract.md, SuggestTask's
+ * refusals, row 9): after any sequence of offers (titles from a small set, in case, white-space
  * and punctuation variants), dismissals by the person, withdrawals by the agent,
  * restores, drafts and starts, each new offer is answered as three readings say:
  *   - the script's (store/lua/offer-3.lua, comparing the normalized titles the service

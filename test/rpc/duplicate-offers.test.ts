@@ -16,7 +16,7 @@ import {
 } from "../support/suggest.js";
 
 /*
- * The duplicate refusals of design.md "The person decides, the agent learns", through
+ * The duplicate refusals (docs/contract.md, SuggestTask's refusals, row 9), through
  * the gRPC fast path and connect-node: every pinned text, code, reason and detail; the
  * check last in the order (the limits and the fields answer first); nothing recorded
  * and the turn left unused; and atomic with the other limits, also across instances.

@@ -106,7 +106,7 @@ test("each suggestion carries its state, times, turn and chat, as Get answers it
   }
 });
 
-test("records appended straight onto the stream fold as the reference says", async () => {
+test("records appended straight onto the stream fold as the contract says", async () => {
   const sessionId = await newSession();
   const a = (await offerOne(t.clients, sessionId, "A")).id;
   const b = (await offerOne(t.clients, sessionId, "B")).id;

@@ -61,7 +61,7 @@ describe("ListSettlements and the notes", () => {
     expect(await reader.poll(otherClients)).toEqual(['You withdrew your suggestion "Old idea".']);
     expect(await reader.poll(clients)).toEqual([]);
 
-    // From the start: the same five, in log order, each once, with the design's lines.
+    // From the start: the same five, in log order, each once, with the contract's lines.
     const all = await clients.suggestions.listSettlements({ sessionId, after: "" });
     expect(all.settlements).toEqual(reader.heard);
     expect(all.cursor).toBe(reader.cursor);

@@ -7,7 +7,7 @@ import { useTestServer } from "../support/server-fixture.js";
 import { newChat, offer, offeredRecords, REFUSAL_TEXT, refusalOf } from "../support/suggest.js";
 
 /*
- * suggest_task's refusals when several rules apply: the check order of the design.
+ * suggest_task's refusals when several rules apply: the check order of docs/contract.md.
  * Each rule alone: test/rpc/suggest-task-rules.test.ts.
  */
 

@@ -20,7 +20,7 @@ import {
 } from "../support/suggest.js";
 
 /*
- * suggest_task's rules: a recorded offer, and every refusal of the reference with its
+ * suggest_task's rules: a recorded offer, and every refusal of docs/contract.md with its
  * text, code and details. When several apply: test/rpc/suggest-task-precedence.test.ts.
  */
 
@@ -106,7 +106,7 @@ describe("a recorded offer", () => {
   });
 });
 
-describe("every refusal of the reference", () => {
+describe("every refusal of the contract", () => {
   test("a helper or a forked helper", async () => {
     const sessionId = await chat();
     for (const role of [AgentRole.HELPER, AgentRole.FORKED_HELPER]) {

@@ -131,7 +131,7 @@ test("WorkspaceMissingError: no workspace, then a scheduled task's folder", asyn
   });
 });
 
-test("SuggestTaskRefusalError: each quota and precondition, with the reference's text", async () => {
+test("SuggestTaskRefusalError: each quota and precondition, with the contract's text", async () => {
   const { sessionId } = await sessionWithOffers(3);
   const cases = [
     {

@@ -29,7 +29,7 @@ import { checkArgs } from "../../server/rpc/suggest-task.js";
 import { tempDir, uniqueId } from "../support/harness.js";
 import { useTestServer } from "../support/server-fixture.js";
 
-/** The reference page's texts, copied exactly. */
+/** The tool's texts (docs/contract.md, the proto's options), copied exactly. */
 const REFERENCE = {
   tool: "Offer one out-of-scope follow-up the user can start in a new chat; never for work you can do now.",
   title: "Imperative title, at most 60 characters.",
@@ -49,7 +49,7 @@ const EXPECTED_SCHEMA = {
 };
 
 describe("the tool's schema, read from the proto's options", () => {
-  test("suggestTaskTool has the reference's name, descriptions and limits", () => {
+  test("suggestTaskTool has the contract's name, descriptions and limits", () => {
     expect(suggestTaskTool).toEqual({
       name: "suggest_task",
       description: REFERENCE.tool,

@@ -35,7 +35,7 @@ import { checkToolFields } from "../../server/domain/tool-fields.js";
 import type { SuggestServer } from "../../server/server.js";
 import { startTestServer, tempDir, uniqueId } from "../support/harness.js";
 
-/** design.md's texts of withdraw_suggestion, copied exactly. */
+/** The contract's texts of withdraw_suggestion, copied exactly. */
 const DESIGN = {
   tool: "Withdraw a follow-up you offered earlier in this chat that is no longer worth starting, for example because you did it here.",
   title: "The title of the suggestion to withdraw, exactly as you offered it.",
@@ -141,7 +141,7 @@ describe("settlementNotes", () => {
   const settlement = (outcome: SettlementOutcome, settledBy = Settler.PERSON) =>
     create(SettlementSchema, { outcome, settledBy, suggestion: { title: "Fix CI" } });
 
-  test("the design's line per outcome, in order; an unknown outcome adds none", () => {
+  test("the contract's line per outcome, in order; an unknown outcome adds none", () => {
     expect(
       settlementNotes([
         settlement(SettlementOutcome.STARTED),
@@ -174,7 +174,7 @@ describe("callWithdrawSuggestionTool against a real server", () => {
   });
   afterAll(() => server.close());
 
-  test("withdraws, answers a retry the same, refuses what the design refuses", async () => {
+  test("withdraws, answers a retry the same, refuses what the contract refuses", async () => {
     const sessionId = uniqueId("sdk-withdraw");
     await local.putSession({ session: { sessionId, workspaceId: "ws-1" } });
     const context = { sessionId, turnId: "t1", role: AgentRole.TOP_LEVEL, toolCallId: "call-o" };

@@ -306,7 +306,7 @@ test("every script, transaction and command of the full flow touches one slot, t
     ),
   );
   // The announced forms span a chat's slot and its workspace's: a single Redis only
-  // (test/store/announce-in-append.test.ts).
+  // (test/store/single-redis-scripts.test.ts).
   for (const script of loadScripts().filter((s) => s.singleRedis === undefined)) {
     const sha = createHash("sha1").update(script.lua).digest("hex");
     expect(

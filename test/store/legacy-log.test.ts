@@ -56,7 +56,7 @@ test("the fold reads the old log's lists unchanged, every settlement the person'
     suggestionId: id(1),
   });
   expect(suggestion).toEqual(lists.settled[0]);
-  // The service's reading is the reference fold's.
+  // The service's reading is the TypeScript fold's (domain/fold.ts).
   const pure = foldLog(sessionId, parseEntries(fixture.entries));
   expect({ open: lists.open, settled: lists.settled }).toEqual({
     open: pure.open,

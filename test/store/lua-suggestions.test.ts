@@ -86,7 +86,7 @@ describe("offer-3.lua", () => {
     expect(await s.length()).toBe(1);
   });
 
-  test("the checks run in the design's order: lifetime, then open, then turn", async () => {
+  test("the checks run in the contract's order: lifetime, then open, then turn", async () => {
     const s = luaSession(redis);
     await s.offer({ id: "a", turn: "t" });
     const all = { id: "b", turn: "t" };

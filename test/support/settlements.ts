@@ -2,7 +2,7 @@ import type { Settlement } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { settlementNotes } from "../../sdk/src/settlement-notes.js";
 import type { Clients } from "./harness.js";
 
-/** design.md's lines of `settlementNotes`, copied exactly. */
+/** The contract's lines of `settlementNotes` (docs/sdk.md), copied exactly. */
 export const NOTE = {
   started: (title: string) => `The user started your suggestion "${title}" as a new chat.`,
   drafted: (title: string) => `The user saved your suggestion "${title}" as a draft.`,

@@ -16,7 +16,7 @@ import type { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { type Clients, connectErrorOf, putSession, uniqueId } from "./harness.js";
 import { logRecords } from "./lists.js";
 
-/** The reference's refusal texts, copied from the reference page. */
+/** The refusal texts, copied from docs/contract.md. */
 export const REFUSAL_TEXT = {
   helper:
     "suggest_task is only for the top-level agent; report the follow-up in your result instead.",

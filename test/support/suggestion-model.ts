@@ -4,7 +4,7 @@ import { type Suggestion, SuggestionState } from "../../gen/oda/suggest/v1/sugge
 import type { TestServerHandle } from "./server-fixture.js";
 
 /*
- * The reference model of test/e2e/model.test.ts, written from the reference page: a
+ * The reference model of test/e2e/model.test.ts, written from docs/contract.md: a
  * session's offers in the order they were made, the settlement rule, and the comparison
  * of the service's lists with it. Its steps: test/support/model-steps.ts.
  */

@@ -5,7 +5,7 @@ import type { Clients } from "./harness.js";
 import { useTestServer } from "./server-fixture.js";
 import { expectRefusal, sessionWithOffers, type WireRefusal } from "./suggest.js";
 
-/** design.md's texts of withdraw_suggestion, copied exactly. */
+/** The contract's texts of withdraw_suggestion, copied exactly. */
 export const WITHDRAW_TEXT = {
   helper: "withdraw_suggestion is only for the top-level agent.",
   noSession: "withdraw_suggestion requires an owning agent session",

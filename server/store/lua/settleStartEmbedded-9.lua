@@ -7,7 +7,7 @@
   when `started` was recorded now, the brief's PostMessage (postMessage-3.lua), and the
   lock's end as settleStart-5.lua ends it, except that its waiters hear `delivered`
   when the brief is in (they answer the chat without posting it again) and `released`
-  otherwise. The design's order, in one step: nothing comes between them.
+  otherwise. Start's order (docs/contract.md), in one step: nothing comes between them.
 
   KEYS[1..5]  as settleStart-5.lua (log, projection, changes, start lock, results channel)
   KEYS[6]     the new chat's record       (createChat-2.lua's KEYS[1])
