@@ -84,9 +84,7 @@ export class EmbeddedChatHost implements ChatHost {
   async getSession(request: { sessionId: string }): Promise<GetSessionResponse> {
     const sessionId = requireId("session_id", request.sessionId);
     const session = await this.findSession(sessionId);
-    if (session === undefined) {
-      throw new ConnectError(`no session "${sessionId}"`, Code.NotFound);
-    }
+    if (session === undefined) throw noSession(sessionId);
     return create(GetSessionResponseSchema, { session });
   }
 
@@ -318,6 +316,18 @@ function checkOrigin(origin: Origin | undefined): Origin | undefined {
   return origin;
 }
 
-function noChat(chatId: string): ConnectError {
+/**
+ * The answer for a session the host does not know: NOT_FOUND `no session "<id>"`. The
+ * tenant rule answers a session of a workspace not granted with it too, byte for byte.
+ */
+export function noSession(sessionId: string): ConnectError {
+  return new ConnectError(`no session "${sessionId}"`, Code.NotFound);
+}
+
+/**
+ * The answer for a chat the host knows neither as a chat nor as a session: NOT_FOUND
+ * `no chat "<id>"`. The tenant rule answers a chat of a workspace not granted with it too.
+ */
+export function noChat(chatId: string): ConnectError {
   return new ConnectError(`no chat "${chatId}"`, Code.NotFound);
 }

@@ -10,7 +10,7 @@ export const callerGrantsKey = createContextKey<WorkspaceGrants>(ALL_WORKSPACES,
   description: "the caller's workspace grants",
 });
 
-/** The workspaces the call's credential opens (design.md "Tenants"). */
+/** The workspaces the call's credential opens (docs/operating.md "Credentials and tenants"). */
 export function callerGrants(context: HandlerContext): WorkspaceGrants {
   return context.values.get(callerGrantsKey);
 }
