@@ -59,11 +59,30 @@ export class EmbeddedChatHost implements ChatHost {
   async putSession(
     session: MessageInitShape<typeof SessionSchema> | undefined,
   ): Promise<PutSessionResponse> {
+    return (await this.writeSession(session, [])) as PutSessionResponse;
+  }
+
+  /**
+   * Creates a session only if the host has no session of that id yet (`SET NX`);
+   * undefined, and nothing written, when it has one: a caller that decided on the
+   * session's absence (the tenant rule's PutSession) never replaces one made meanwhile.
+   */
+  async createSession(
+    session: MessageInitShape<typeof SessionSchema> | undefined,
+  ): Promise<PutSessionResponse | undefined> {
+    return this.writeSession(session, ["NX"]);
+  }
+
+  /** Writes a session record, checked first; undefined when the SET wrote nothing. */
+  private async writeSession(
+    session: MessageInitShape<typeof SessionSchema> | undefined,
+    condition: ["NX"] | [],
+  ): Promise<PutSessionResponse | undefined> {
     const stored = create(SessionSchema, session ?? {});
     requireId("session.session_id", stored.sessionId);
     if (stored.workspaceId !== "") requireId("session.workspace_id", stored.workspaceId);
     const key = hostKeys(stored.sessionId).session;
-    await this.call(() =>
+    const reply = await this.call(() =>
       confirmAfter(
         this.redis,
         key,
@@ -71,12 +90,13 @@ export class EmbeddedChatHost implements ChatHost {
           this.redis.sendCommand(
             new NotedCommand(
               "set",
-              [key, encodeBinary(SessionSchema, stored), ...this.#expiry],
+              [key, encodeBinary(SessionSchema, stored), ...this.#expiry, ...condition],
               tracked,
             ),
           ) as Promise<unknown>,
       ),
     );
+    if (reply === null) return undefined;
     return create(PutSessionResponseSchema, { session: stored });
   }
 

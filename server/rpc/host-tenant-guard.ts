@@ -90,14 +90,17 @@ export function grantedEmbeddedHost(
     putSession: async (session) => {
       const { sessionId, workspaceId } = checkedSession(session);
       if (!isGranted(grants, workspaceId)) throw intoWorkspace(workspaceId);
-      const current = await embeddedWorkspaceOf(host, sessionId);
-      if (current !== undefined && !isGranted(grants, current)) {
-        throw new ConnectError(
-          `this credential is not granted the workspace of session "${sessionId}"`,
-          Code.PermissionDenied,
-        );
+      for (;;) {
+        const current = await embeddedWorkspaceOf(host, sessionId);
+        if (current !== undefined) {
+          if (!isGranted(grants, current)) throw outOfWorkspace(sessionId);
+          return host.putSession(session);
+        }
+        // Unknown when read: created only if it still is, so that a session made
+        // meanwhile, in a workspace not granted, is never taken over.
+        const created = await host.createSession(session);
+        if (created !== undefined) return created;
       }
-      return host.putSession(session);
     },
   });
 }
@@ -111,6 +114,18 @@ function checkedSession(session: MessageInitShape<typeof SessionSchema> | undefi
   requireId("session.session_id", stored.sessionId);
   if (stored.workspaceId !== "") requireId("session.workspace_id", stored.workspaceId);
   return stored;
+}
+
+/**
+ * PERMISSION_DENIED for a session that is in a workspace not granted (or in none): it
+ * names the session the caller named, not the workspace, which is not the caller's to
+ * learn.
+ */
+function outOfWorkspace(sessionId: string): ConnectError {
+  return new ConnectError(
+    `this credential is not granted the workspace of session "${sessionId}"`,
+    Code.PermissionDenied,
+  );
 }
 
 /** PERMISSION_DENIED for a session put into a workspace (or none) not granted. */
