@@ -15,7 +15,8 @@ import { byGrants, notGranted, overriding } from "./tenant-guard.js";
 /**
  * The tenant rule around the embedded host's `ChatHostService`: a credential of every
  * workspace calls it as it is; any other calls the same handlers over the host as its
- * grants show it (`grantedEmbeddedHost`). Pinned by test/pipeline/host-tenants.test.ts.
+ * grants show it (`grantedEmbeddedHost`). Pinned by test/pipeline/host-tenants.test.ts
+ * and test/rpc/host-tenant-guard.test.ts.
  */
 export function guardChatHost(
   impl: ServiceImpl<typeof ChatHostService>,

@@ -6,6 +6,7 @@ import type { SuggestionLists } from "../domain/fold.js";
 import { isGranted, type WorkspaceGrants } from "../domain/grants.js";
 import { requireId } from "../domain/ids.js";
 import type { ChatHost } from "../host/chat-host.js";
+import { noSession } from "../host/embedded-host.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import type { Watch, WatchHub } from "../store/watch-hub.js";
 import { callerGrants } from "./caller-grants.js";
@@ -228,14 +229,15 @@ function mappedWatch<T>(watch: Watch<T>, map: (value: T) => T): Watch<T> {
 
 /**
  * The host as the credential sees it: a session of a workspace not granted is NOT_FOUND,
- * as one the host does not know.
+ * as one the host does not know (the embedded host's text; SuggestTask and
+ * WithdrawSuggestion answer any NOT_FOUND of the host as an unknown session).
  */
 function grantedHost(host: ChatHost, grants: WorkspaceGrants): ChatHost {
   return overriding(host, {
     getSession: async (request) => {
       const response = await host.getSession(request);
       if (response.session !== undefined && !isGranted(grants, response.session.workspaceId)) {
-        throw new ConnectError(`no session ${request.sessionId}`, Code.NotFound);
+        throw noSession(request.sessionId);
       }
       return response;
     },
