@@ -9,6 +9,7 @@ import { type PipelineOptions, wrapService } from "./pipeline/call-pipeline.js";
 import { traceService } from "./pipeline/tracing.js";
 import { createHealthService } from "./rpc/health.js";
 import { createChatHostService, createLocalHostService } from "./rpc/host-service.js";
+import { guardChatHost, guardLocalHost } from "./rpc/host-tenant-guard.js";
 import type { Readiness } from "./rpc/readiness.js";
 import { Reflection } from "./rpc/reflection.js";
 import { createSuggestionService, type SuggestionServiceDeps } from "./rpc/suggestion-service.js";
@@ -39,12 +40,14 @@ export function buildServices(deps: RoutesDeps): readonly ServedService[] {
       ) as unknown as ServiceImpl<DescService>,
     });
   };
-  // The tenant rule (rpc/tenant-guard.ts) around every RPC, inside the pipeline's auth.
+  // The tenant rule around every RPC that reaches a workspace's records, inside the
+  // pipeline's auth: SuggestionService (rpc/tenant-guard.ts) and the embedded host,
+  // served too when present (no `CHAT_HOST_URL`; rpc/host-tenant-guard.ts).
   serve(SuggestionService, guardTenants(createSuggestionService(deps), deps));
-  // The embedded host, served too when present (no `CHAT_HOST_URL`).
-  if (deps.embeddedHost !== undefined) {
-    serve(ChatHostService, createChatHostService(deps.embeddedHost));
-    serve(LocalHostService, createLocalHostService(deps.embeddedHost));
+  const host = deps.embeddedHost;
+  if (host !== undefined) {
+    serve(ChatHostService, guardChatHost(createChatHostService(host), host));
+    serve(LocalHostService, guardLocalHost(createLocalHostService(host), host));
   }
   const names = served.map((s) => s.service.typeName);
   serve(Health, createHealthService(deps.readiness, names));

@@ -59,11 +59,30 @@ export class EmbeddedChatHost implements ChatHost {
   async putSession(
     session: MessageInitShape<typeof SessionSchema> | undefined,
   ): Promise<PutSessionResponse> {
+    return (await this.writeSession(session, [])) as PutSessionResponse;
+  }
+
+  /**
+   * Creates a session only if the host has no session of that id yet (`SET NX`);
+   * undefined, and nothing written, when it has one: a caller that decided on the
+   * session's absence (the tenant rule's PutSession) never replaces one made meanwhile.
+   */
+  async createSession(
+    session: MessageInitShape<typeof SessionSchema> | undefined,
+  ): Promise<PutSessionResponse | undefined> {
+    return this.writeSession(session, ["NX"]);
+  }
+
+  /** Writes a session record, checked first; undefined when the SET wrote nothing. */
+  private async writeSession(
+    session: MessageInitShape<typeof SessionSchema> | undefined,
+    condition: ["NX"] | [],
+  ): Promise<PutSessionResponse | undefined> {
     const stored = create(SessionSchema, session ?? {});
     requireId("session.session_id", stored.sessionId);
     if (stored.workspaceId !== "") requireId("session.workspace_id", stored.workspaceId);
     const key = hostKeys(stored.sessionId).session;
-    await this.call(() =>
+    const reply = await this.call(() =>
       confirmAfter(
         this.redis,
         key,
@@ -71,12 +90,13 @@ export class EmbeddedChatHost implements ChatHost {
           this.redis.sendCommand(
             new NotedCommand(
               "set",
-              [key, encodeBinary(SessionSchema, stored), ...this.#expiry],
+              [key, encodeBinary(SessionSchema, stored), ...this.#expiry, ...condition],
               tracked,
             ),
           ) as Promise<unknown>,
       ),
     );
+    if (reply === null) return undefined;
     return create(PutSessionResponseSchema, { session: stored });
   }
 
@@ -84,9 +104,7 @@ export class EmbeddedChatHost implements ChatHost {
   async getSession(request: { sessionId: string }): Promise<GetSessionResponse> {
     const sessionId = requireId("session_id", request.sessionId);
     const session = await this.findSession(sessionId);
-    if (session === undefined) {
-      throw new ConnectError(`no session "${sessionId}"`, Code.NotFound);
-    }
+    if (session === undefined) throw noSession(sessionId);
     return create(GetSessionResponseSchema, { session });
   }
 
@@ -318,6 +336,18 @@ function checkOrigin(origin: Origin | undefined): Origin | undefined {
   return origin;
 }
 
-function noChat(chatId: string): ConnectError {
+/**
+ * The answer for a session the host does not know: NOT_FOUND `no session "<id>"`. The
+ * tenant rule answers a session of a workspace not granted with it too, byte for byte.
+ */
+export function noSession(sessionId: string): ConnectError {
+  return new ConnectError(`no session "${sessionId}"`, Code.NotFound);
+}
+
+/**
+ * The answer for a chat the host knows neither as a chat nor as a session: NOT_FOUND
+ * `no chat "<id>"`. The tenant rule answers a chat of a workspace not granted with it too.
+ */
+export function noChat(chatId: string): ConnectError {
   return new ConnectError(`no chat "${chatId}"`, Code.NotFound);
 }

@@ -6,6 +6,7 @@ import type { SuggestionLists } from "../domain/fold.js";
 import { isGranted, type WorkspaceGrants } from "../domain/grants.js";
 import { requireId } from "../domain/ids.js";
 import type { ChatHost } from "../host/chat-host.js";
+import { noSession } from "../host/embedded-host.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import type { Watch, WatchHub } from "../store/watch-hub.js";
 import { callerGrants } from "./caller-grants.js";
@@ -20,11 +21,12 @@ import { watchSuggestions } from "./watch-suggestions.js";
 import { withdrawSuggestion } from "./withdraw-suggestion.js";
 
 /**
- * The tenant rule (docs/operating.md "Credentials and tenants"), around the SuggestionService: a call whose
- * credential opens every workspace runs as it is; for any other, a suggestion whose
- * offer was recorded in a workspace it does not open is answered exactly as an absent
- * one. Each handler runs as written, over a view of its dependencies that hides what
- * the credential may not see, so that its checks and its answers stay its own:
+ * The tenant rule (docs/operating.md "Credentials and tenants") around the
+ * SuggestionService: a call whose credential opens every workspace runs as it is; for
+ * any other, a suggestion whose offer was recorded in a workspace it does not open is
+ * answered exactly as an absent one. Each handler runs as written, over a view of its
+ * dependencies that hides what the credential may not see, so that its checks and its
+ * answers stay its own:
  * - the reads (List, Get, Watch, ListSettlements) leave the foreign offers out;
  * - Draft, Dismiss and Restore of a foreign (or absent) offer run over a store in which
  *   it does not exist, and Start answers it `task-suggestion/not-found`, as an absent one;
@@ -33,51 +35,42 @@ import { withdrawSuggestion } from "./withdraw-suggestion.js";
  * - DeleteSuggestions of a chat whose offers or session name a workspace not granted
  *   erases nothing and answers as for an absent chat (the same empty answer);
  * - the inbox of a workspace not granted is PERMISSION_DENIED.
- * Pinned by test/pipeline/jwt-tenants.test.ts.
+ * The host's own RPCs follow the same rule (rpc/host-tenant-guard.ts), bound with the
+ * same `byGrants`. Pinned by test/pipeline/jwt-tenants.test.ts and tenant-battery.test.ts.
  */
 export function guardTenants(
   impl: ServiceImpl<typeof SuggestionService>,
   deps: SuggestionServiceDeps,
 ): ServiceImpl<typeof SuggestionService> {
-  /** Runs `all` for a credential of every workspace, else `some` with its grants. */
-  const by =
-    <Q, R>(
-      all: (request: Q, context: HandlerContext) => R,
-      some: (request: Q, context: HandlerContext, grants: WorkspaceGrants) => R,
-    ) =>
-    (request: Q, context: HandlerContext): R => {
-      const grants = callerGrants(context);
-      return grants.all ? all(request, context) : some(request, context, grants);
-    };
   const settle = <Q extends { sessionId: string; suggestionId: string }, R>(
     run: (deps: { store: SuggestionStore }, request: Q) => Promise<R>,
     all: (request: Q, context: HandlerContext) => R | Promise<R>,
   ) =>
-    by(all, async (request: Q, context, grants): Promise<R> => {
+    byGrants(all, async (request: Q, context, grants): Promise<R> => {
       if (await visibleOffer(deps.store, request, grants)) return all(request, context);
       return run({ store: withoutOffers(deps.store) }, request);
     });
   return {
     ...impl,
-    suggestTask: by(impl.suggestTask, (request, _, grants) =>
+    suggestTask: byGrants(impl.suggestTask, (request, _, grants) =>
       suggestTask({ ...deps, host: grantedHost(deps.host, grants) }, request),
     ),
-    withdrawSuggestion: by(impl.withdrawSuggestion, (request, _, grants) =>
+    withdrawSuggestion: byGrants(impl.withdrawSuggestion, (request, _, grants) =>
       withdrawSuggestion({ ...deps, host: grantedHost(deps.host, grants) }, request),
     ),
-    listSuggestions: by(impl.listSuggestions, (request, _, grants) =>
+    listSuggestions: byGrants(impl.listSuggestions, (request, _, grants) =>
       listSuggestions({ store: grantedStore(deps.store, grants) }, request),
     ),
-    getSuggestion: by(impl.getSuggestion, (request, _, grants) =>
+    getSuggestion: byGrants(impl.getSuggestion, (request, _, grants) =>
       getSuggestion({ store: grantedStore(deps.store, grants) }, request),
     ),
-    listSettlements: by(impl.listSettlements, (request, _, grants) =>
+    listSettlements: byGrants(impl.listSettlements, (request, _, grants) =>
       listSettlements({ store: grantedStore(deps.store, grants) }, request),
     ),
-    watchSuggestions: by(impl.watchSuggestions, (request, context, grants) =>
+    watchSuggestions: byGrants(impl.watchSuggestions, (request, context, grants) =>
       watchSuggestions({ watchHub: grantedHub(deps.watchHub, grants) }, request, context),
     ),
-    startSuggestion: by(impl.startSuggestion, async (request, context, grants) => {
+    startSuggestion: byGrants(impl.startSuggestion, async (request, context, grants) => {
       if (await visibleOffer(deps.store, request, grants)) {
         return impl.startSuggestion(request, context);
       }
@@ -89,15 +82,21 @@ export function guardTenants(
     draftSuggestion: settle(draftSuggestion, impl.draftSuggestion),
     dismissSuggestion: settle(dismissSuggestion, impl.dismissSuggestion),
     restoreSuggestion: settle(restoreSuggestion, impl.restoreSuggestion),
-    listWorkspaceSuggestions: by(impl.listWorkspaceSuggestions, (request, context, grants) => {
-      checkWorkspace(request.workspaceId, grants);
-      return impl.listWorkspaceSuggestions(request, context);
-    }),
-    watchWorkspaceSuggestions: by(impl.watchWorkspaceSuggestions, (request, context, grants) => {
-      checkWorkspace(request.workspaceId, grants);
-      return impl.watchWorkspaceSuggestions(request, context);
-    }),
-    deleteSuggestions: by(impl.deleteSuggestions, (request, _, grants) =>
+    listWorkspaceSuggestions: byGrants(
+      impl.listWorkspaceSuggestions,
+      (request, context, grants) => {
+        checkWorkspace(request.workspaceId, grants);
+        return impl.listWorkspaceSuggestions(request, context);
+      },
+    ),
+    watchWorkspaceSuggestions: byGrants(
+      impl.watchWorkspaceSuggestions,
+      (request, context, grants) => {
+        checkWorkspace(request.workspaceId, grants);
+        return impl.watchWorkspaceSuggestions(request, context);
+      },
+    ),
+    deleteSuggestions: byGrants(impl.deleteSuggestions, (request, _, grants) =>
       deleteSuggestions(deps, request, (workspaces) =>
         workspaces.every((ws) => isGranted(grants, ws)),
       ),
@@ -106,17 +105,39 @@ export function guardTenants(
 }
 
 /**
+ * Binds one RPC to the tenant rule: a call whose credential opens every workspace (a
+ * static token without grants, `workspace:*`, no auth) runs `all`, the handler as it
+ * is; any other runs `some` with the credential's grants. Every guarded RPC, of every
+ * service, is bound with it, so the rule is decided in one place.
+ */
+export function byGrants<Q, R>(
+  all: (request: Q, context: HandlerContext) => R,
+  some: (request: Q, context: HandlerContext, grants: WorkspaceGrants) => R,
+): (request: Q, context: HandlerContext) => R {
+  return (request, context) => {
+    const grants = callerGrants(context);
+    return grants.all ? all(request, context) : some(request, context, grants);
+  };
+}
+
+/**
+ * PERMISSION_DENIED `this credential is not granted workspace <id>`: the answer for
+ * acting on a workspace the credential does not open, where the caller named it.
+ */
+export function notGranted(workspaceId: string): ConnectError {
+  return new ConnectError(
+    `this credential is not granted workspace ${workspaceId}`,
+    Code.PermissionDenied,
+  );
+}
+
+/**
  * PERMISSION_DENIED for the inbox of a workspace the credential does not open; the id
  * is checked first, as the handler checks it.
  */
 function checkWorkspace(workspaceId: string, grants: WorkspaceGrants): void {
   requireId("workspace_id", workspaceId);
-  if (!isGranted(grants, workspaceId)) {
-    throw new ConnectError(
-      `this credential is not granted workspace ${workspaceId}`,
-      Code.PermissionDenied,
-    );
-  }
+  if (!isGranted(grants, workspaceId)) throw notGranted(workspaceId);
 }
 
 /** True when the offer exists and its workspace is granted; both ids are checked first. */
@@ -131,8 +152,11 @@ async function visibleOffer(
   return suggestion !== undefined && isGranted(grants, suggestion.workspaceId);
 }
 
-/** `target`, with some of its members replaced; the others bound to it. */
-function overriding<T extends object>(target: T, overrides: Partial<T>): T {
+/**
+ * `target`, with some of its members replaced; the others bound to it. A guarded handler
+ * runs over such a view of its dependencies, so its own checks and answers stay its own.
+ */
+export function overriding<T extends object>(target: T, overrides: Partial<T>): T {
   return new Proxy(target, {
     get(t, prop) {
       if (Object.hasOwn(overrides, prop)) return (overrides as Record<PropertyKey, unknown>)[prop];
@@ -205,14 +229,15 @@ function mappedWatch<T>(watch: Watch<T>, map: (value: T) => T): Watch<T> {
 
 /**
  * The host as the credential sees it: a session of a workspace not granted is NOT_FOUND,
- * as one the host does not know.
+ * as one the host does not know (the embedded host's text; SuggestTask and
+ * WithdrawSuggestion answer any NOT_FOUND of the host as an unknown session).
  */
 function grantedHost(host: ChatHost, grants: WorkspaceGrants): ChatHost {
   return overriding(host, {
     getSession: async (request) => {
       const response = await host.getSession(request);
       if (response.session !== undefined && !isGranted(grants, response.session.workspaceId)) {
-        throw new ConnectError(`no session ${request.sessionId}`, Code.NotFound);
+        throw noSession(request.sessionId);
       }
       return response;
     },

@@ -8,6 +8,7 @@ import {
   Permission,
   SandboxMode,
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
+import { EmbeddedChatHost } from "../../server/host/embedded-host.js";
 import { embeddedChatId } from "../../server/host/embedded-ids.js";
 import { connectErrorOf, putSession, uniqueId } from "../support/harness.js";
 import { useTestServer } from "../support/server-fixture.js";
@@ -133,6 +134,24 @@ describe("CreateChat", () => {
     );
     expect(Code[err.code]).toBe("InvalidArgument");
     expect(err.rawMessage).toBe(message);
+  });
+});
+
+describe("createSession", () => {
+  test("creates an unknown session; one the host has already is left as it is", async () => {
+    const host = new EmbeddedChatHost(t.redis);
+    const sessionId = uniqueId();
+    const made = await host.createSession({ sessionId, workspaceId: "ws-1" });
+    expect(made?.session?.workspaceId).toBe("ws-1");
+    expect(await host.createSession({ sessionId, workspaceId: "ws-2" })).toBeUndefined();
+    const { session } = await t.clients.host.getSession({ sessionId });
+    expect(session?.workspaceId).toBe("ws-1");
+    // A started chat is a session too: it is not replaced either.
+    const { chatId } = await newChat();
+    expect(await host.createSession({ sessionId: chatId, workspaceId: "ws-2" })).toBeUndefined();
+    expect((await t.clients.host.getSession({ sessionId: chatId })).session?.workspaceId).toBe(
+      "ws-7",
+    );
   });
 });
 

@@ -2,7 +2,14 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import type { SecureClientSessionOptions } from "node:http2";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { create, type DescMessage, type DescMethod, toBinary, toJson } from "@bufbuild/protobuf";
+import {
+  create,
+  type DescMessage,
+  type DescMethod,
+  type DescService,
+  toBinary,
+  toJson,
+} from "@bufbuild/protobuf";
 import {
   type Client,
   Code,
@@ -13,7 +20,12 @@ import {
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from "jose";
 import { afterAll, beforeAll } from "vitest";
-import { ChatHostService, LocalHostService } from "../../gen/oda/suggest/v1/chat_host_pb.js";
+import {
+  ChatHostService,
+  FolderKind,
+  LocalHostService,
+  MessageAuthor,
+} from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { AgentRole } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { uniqueId } from "./harness.js";
@@ -195,9 +207,60 @@ export function rpcBattery(c: Client<typeof SuggestionService>, target: Target) 
 /** The name of an RPC of SuggestionService. */
 export type RpcName = keyof ReturnType<typeof rpcBattery>;
 
-/** The descriptor of the SuggestionService RPC `name`. */
-export function methodOf(name: string): DescMethod {
-  const method = SuggestionService.methods.find((m) => m.name === name);
+/** The descriptor of the RPC `name` of SuggestionService (or of `services`). */
+export function methodOf(
+  name: string,
+  services: readonly DescService[] = [SuggestionService],
+): DescMethod {
+  const method = services.flatMap((s) => s.methods).find((m) => m.name === name);
   if (method === undefined) throw new Error(`no RPC ${name}`);
   return method;
 }
+
+/** The services of the embedded host, whose RPCs `hostBattery` calls. */
+export const HOST_SERVICES: readonly DescService[] = [ChatHostService, LocalHostService];
+
+/** A session of the embedded host, the chat started from it, and that chat's first message. */
+export interface HostTarget {
+  readonly sessionId: string;
+  readonly chatId: string;
+  readonly messageId: string;
+  readonly workspaceId: string;
+}
+
+/**
+ * Every RPC of the embedded host (ChatHostService and LocalHostService) against one
+ * target, by the RPC's name: the reads and writes of its session and chat; CreateChat
+ * makes a chat in the target's workspace, PutSession puts the session again in its
+ * workspace but in a scheduled task's folder. Repeated, each call is the same call.
+ */
+export function hostBattery(
+  c: {
+    readonly host: Client<typeof ChatHostService>;
+    readonly local: Client<typeof LocalHostService>;
+  },
+  target: HostTarget,
+) {
+  const { sessionId, chatId, messageId, workspaceId } = target;
+  return {
+    GetSession: () => c.host.getSession({ sessionId }),
+    CreateChat: () =>
+      c.host.createChat({ idempotencyKey: `create-${chatId}`, workspaceId, title: "Mine" }),
+    PostMessage: () =>
+      c.host.postMessage({
+        chatId,
+        idempotencyKey: `post-${chatId}`,
+        author: MessageAuthor.PERSON,
+        text: "Do it",
+      }),
+    PutSession: () =>
+      c.local.putSession({
+        session: { sessionId, workspaceId, folder: FolderKind.SCHEDULED_TASK },
+      }),
+    GetChat: () => c.local.getChat({ chatId }),
+    CreateGoal: () => c.local.createGoal({ chatId, messageId }),
+  };
+}
+
+/** The name of an RPC of the embedded host. */
+export type HostRpcName = keyof ReturnType<typeof hostBattery>;
