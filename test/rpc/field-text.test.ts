@@ -130,6 +130,45 @@ describe.each([
     await expectRefused({ tldr: "Worth\0", brief: "" }, control("tldr"));
   });
 
+  test("Connect JSON with escaped NUL, CRLF and override: the same refusals", async () => {
+    const sessionId = await newChat(clients);
+    const before = (await keysOf(redis, sessionId)).sort();
+    const post = async (title: string) => {
+      // JSON.stringify writes the control characters as escapes (\u0000, \r\n).
+      const body = JSON.stringify({
+        context: { sessionId, turnId: "t-json", role: "AGENT_ROLE_TOP_LEVEL" },
+        args: { title, tldr: "Worth it", brief: "Do it." },
+      });
+      const res = await fetch(`${server.url}/oda.suggest.v1.SuggestionService/SuggestTask`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      });
+      return [res.status, await res.json()];
+    };
+    const refused = (message: string, reason: string) => [
+      400,
+      expect.objectContaining({
+        code: "invalid_argument",
+        message,
+        details: [
+          expect.objectContaining({ type: "oda.suggest.v1.SuggestTaskRefusal" }),
+          expect.objectContaining({
+            type: "google.rpc.ErrorInfo",
+            debug: expect.objectContaining({ reason }),
+          }),
+        ],
+      }),
+    ];
+    const controlText = "suggest_task: title must not contain control characters";
+    expect(await post("Fix\u0000CI")).toEqual(refused(controlText, "FIELD_CONTROL_CHARACTER"));
+    expect(await post(FORGED)).toEqual(refused(controlText, "FIELD_CONTROL_CHARACTER"));
+    expect(await post("\u0000\u202e\r\n")).toEqual(
+      refused("suggest_task: title must not be empty", "FIELD_EMPTY"),
+    );
+    expect((await keysOf(redis, sessionId)).sort()).toEqual(before);
+  });
+
   test("an emoji sequence with a joiner and a variation selector is accepted", async () => {
     const sessionId = await newChat(clients);
     const title = "Plan the 👨\u200d👩\u200d👧 trip ❤\ufe0f";
