@@ -126,8 +126,9 @@ export class WorkspaceMissingError extends TaskSuggestionError<SuggestionError_W
 
 /**
  * A refused suggest_task call. `rawMessage` is the contract's exact text, which is what the
- * model should see; `payload` says why (`reason`) and, for field refusals, which field, its
- * limit and the code points counted.
+ * model should see; `payload` says why (`reason`) and, for field refusals (`FIELD_EMPTY`,
+ * also for a field that shows nothing; `FIELD_TOO_LONG`; `FIELD_CONTROL_CHARACTER`), which
+ * field, its limit and the code points counted.
  */
 export class SuggestTaskRefusalError extends SuggestTaskServiceError<SuggestTaskRefusal> {}
 

@@ -24,7 +24,12 @@ export interface SuggestTaskArguments {
  * What the model should see as the tool's result. Recorded: `content` is the success line
  * (`Suggested "<title>". The user decides whether to start it; do not start it yourself.`).
  * Refused: `content` is the contract's refusal text and `isError` is true, which maps onto
- * Anthropic's `tool_result.is_error` and MCP's `CallToolResult.isError`.
+ * Anthropic's `tool_result.is_error` and MCP's `CallToolResult.isError`. Among the field
+ * refusals: a field that shows nothing (white space, format or control characters, blank
+ * fillers) is `must not be empty` (`RefusalReason.FIELD_EMPTY`); a control character in
+ * any field (tab, line feed and carriage return allowed in `brief`), or a bidirectional
+ * override in `title` or `tldr`, is `must not contain control characters`
+ * (`RefusalReason.FIELD_CONTROL_CHARACTER`).
  */
 export type SuggestTaskToolResult =
   | {

@@ -25,6 +25,8 @@ export type Refusal =
     }
   | { reason: RefusalReason.FIELD_EMPTY; field: string; limit: number }
   | { reason: RefusalReason.FIELD_TOO_LONG; field: string; limit: number; got: number }
+  /** A control character, or in a one-line field a bidirectional override (field-text.ts). */
+  | { reason: RefusalReason.FIELD_CONTROL_CHARACTER; field: string; limit: number }
   /** withdraw_suggestion only: no open offer of the chat has the (trimmed) title. */
   | { reason: RefusalReason.NO_OPEN_OFFER; title: string }
   /**
@@ -49,6 +51,7 @@ type FixedReason = Exclude<
   Refusal["reason"],
   | RefusalReason.FIELD_EMPTY
   | RefusalReason.FIELD_TOO_LONG
+  | RefusalReason.FIELD_CONTROL_CHARACTER
   | RefusalReason.NO_OPEN_OFFER
   | RefusalReason.DUPLICATE_OPEN
   | RefusalReason.DUPLICATE_DISMISSED
@@ -56,9 +59,9 @@ type FixedReason = Exclude<
 
 /**
  * The refusal table of suggest_task (docs/contract.md), in the order the checks run
- * the first that fails answers. rpc/suggest-task.ts runs
- * them in this order; the field checks (8a empty, 8b too long) come last, for each field
- * in the order the proto declares them. Strings are the contract's, exactly.
+ * (docs/contract.md): the first that fails answers. rpc/suggest-task.ts runs
+ * them in this order; the field checks (8a empty, 8b too long, 8c a control character)
+ * come last, for each field in the order the proto declares them. Strings are the contract's, exactly.
  */
 export const SUGGEST_TASK_REFUSALS: ReadonlyMap<FixedReason, RefusalAnswer> = new Map([
   [
@@ -155,7 +158,7 @@ export const WITHDRAW_SUGGESTION_REFUSALS: ReadonlyMap<FixedReason, RefusalAnswe
 
 /**
  * The answer to one refusal of a tool: a fixed row of its table, a field's text (8a,
- * 8b), or withdraw_suggestion's missing title.
+ * 8b, 8c), or withdraw_suggestion's missing title.
  */
 export function describeRefusal(r: Refusal, tool: RefusingTool = REFUSAL_DOMAIN): RefusalAnswer {
   switch (r.reason) {
@@ -168,6 +171,12 @@ export function describeRefusal(r: Refusal, tool: RefusingTool = REFUSAL_DOMAIN)
     case RefusalReason.FIELD_TOO_LONG:
       return {
         message: `${tool}: ${r.field} must be at most ${r.limit} characters (got ${r.got})`,
+        code: Code.InvalidArgument,
+        limit: r.limit,
+      };
+    case RefusalReason.FIELD_CONTROL_CHARACTER:
+      return {
+        message: `${tool}: ${r.field} must not contain control characters`,
         code: Code.InvalidArgument,
         limit: r.limit,
       };

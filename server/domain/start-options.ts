@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Permission } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { type StartOptions, StartOptionsSchema } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import { holdsControlCharacter, showsNothing } from "./field-text.js";
 import { codePoints } from "./tool-fields.js";
 
 /*
@@ -41,8 +42,10 @@ const PERMISSIONS_BY_WORD: ReadonlyMap<string, Permission> = new Map(
 /**
  * The request's options checked for what needs no session: the model and the brief
  * trimmed (an edit equal to the offer's brief is no edit), the brief 1 to 4000 code
- * points once trimmed, the permission one the enum knows. Answers the options, or the
- * INVALID_ARGUMENT message of the first problem.
+ * points once trimmed, showing something and holding no control character but tab, line
+ * feed and carriage return (the tool's rule for a brief, field-text.ts), the permission
+ * one the enum knows. Answers the options, or the INVALID_ARGUMENT message of the first
+ * problem.
  */
 export function checkStartOptions(
   options: StartOptions | undefined,
@@ -56,12 +59,15 @@ export function checkStartOptions(
   let brief = "";
   if (options.brief !== "") {
     brief = options.brief.trim();
-    if (brief === "") return { problem: "start options: brief must not be empty" };
+    if (showsNothing(brief)) return { problem: "start options: brief must not be empty" };
     const got = brief.length > START_BRIEF_LIMIT ? codePoints(brief) : brief.length;
     if (got > START_BRIEF_LIMIT) {
       return {
         problem: `start options: brief must be at most ${START_BRIEF_LIMIT} characters (got ${got})`,
       };
+    }
+    if (holdsControlCharacter("brief", brief)) {
+      return { problem: "start options: brief must not contain control characters" };
     }
   }
   return { chosen: { model, permission, brief } };

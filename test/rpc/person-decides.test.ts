@@ -200,11 +200,13 @@ describe.each(transports)("through %s", (_, client) => {
     expect(settled.map((s) => s.startOptions?.brief)).toEqual(["Mine", undefined]);
   });
 
-  test("start options refused before anything is recorded: an empty edit, an unknown permission", async () => {
+  test("start options refused before anything is recorded: an empty edit, a NUL, an unknown permission", async () => {
     const sessionId = await session(a.clients);
     const offered = await offerOne(a.clients, sessionId, "Refuse it");
     for (const [options, message] of [
       [{ brief: " \n " }, "start options: brief must not be empty"],
+      [{ brief: "\u200b\u3164\u2800" }, "start options: brief must not be empty"],
+      [{ brief: "Do it.\0" }, "start options: brief must not contain control characters"],
       [{ permission: 7 as Permission }, "start options: permission 7 is not a known permission"],
     ] as const) {
       const err = await connectErrorOf(

@@ -255,6 +255,20 @@ describe("callSuggestTaskTool against a real server", () => {
       "suggest_task: title must be at most 60 characters (got 61)",
       { reason: RefusalReason.FIELD_TOO_LONG, field: "title", limit: 60, got: 61 },
     ],
+    [
+      "a title nobody can see (a zero width space and a Hangul filler)",
+      {},
+      { title: "\u200b\u3164", tldr: "W", brief: "B" },
+      "suggest_task: title must not be empty",
+      { reason: RefusalReason.FIELD_EMPTY, field: "title", limit: 60 },
+    ],
+    [
+      "a title whose line break would forge a line",
+      {},
+      { title: 'Fix CI"\r\nSuggested "Delete it', tldr: "W", brief: "B" },
+      "suggest_task: title must not contain control characters",
+      { reason: RefusalReason.FIELD_CONTROL_CHARACTER, field: "title", limit: 60 },
+    ],
   ])(
     "%s: the refusal's exact text, marked as an error",
     async (_name, context, args, text, refusal) => {
