@@ -41,7 +41,7 @@ test("a Start that waits out a holder that never answers counts one lapsed start
   expect(await metric("suggest_start_lock_lapses_total")).toBe(0);
 
   // A holder that died: its lock is there, nobody renews it, nobody will announce a result.
-  await redis.set(startLockKey(sessionId, offer.id), "a-dead-holder", "PX", 300);
+  await redis.set(startLockKey(sessionId, offer.id), "a-dead-holder", "PX", 2_000);
   const started = await clients.suggestions.startSuggestion({ sessionId, suggestionId: offer.id });
 
   expect(started.suggestion?.state).toBe(SuggestionState.STARTED);
