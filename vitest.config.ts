@@ -14,6 +14,7 @@ const oneAtATime = [
   "test/redis/unix-socket.test.ts",
   "test/rpc/watch-heartbeat.test.ts",
   "test/rpc/start-stall.test.ts",
+  "test/deploy/prometheus.test.ts",
 ];
 
 export default defineConfig({

@@ -2,11 +2,11 @@ import { setMaxListeners } from "node:events";
 import { readFile } from "node:fs/promises";
 import { setTimeout as delay } from "node:timers/promises";
 import { pino } from "pino";
-import { Gauge } from "prom-client";
 import { ConfigError, defaultConfig } from "./config.js";
 import { type ChatHost, createRemoteChatHost } from "./host/chat-host.js";
 import { EmbeddedChatHost } from "./host/embedded-host.js";
 import { traceChatHost } from "./host/traced-host.js";
+import { instanceMetrics } from "./instance-metrics.js";
 import { listen, listener, listenMetrics, OPENAPI_FILE, pagesFallback } from "./listeners.js";
 import { logDestination } from "./log-destination.js";
 import { bearerAuth, Credentials } from "./pipeline/auth.js";
@@ -261,13 +261,10 @@ function createParts(
   // this instance (test/e2e/watch-scale.test.ts, test/rpc/start-concurrency.test.ts).
   const pubsub = new PubSub(() => subscriberConnection(redis));
   const watchHub = new WatchHub(store, pubsub);
-  new Gauge({
-    name: "suggest_watchers",
-    help: "Watch streams open now.",
-    registers: [telemetry.registry],
-    collect() {
-      this.set(watchHub.watchers);
-    },
+  const readiness = new Readiness(redis);
+  const metrics = instanceMetrics(telemetry.registry, {
+    watchers: () => watchHub.watchers,
+    ready: () => readiness.current() === undefined,
   });
   const embeddedHost =
     settings.chatHostUrl === undefined ? new EmbeddedChatHost(redis, retentionMs) : undefined;
@@ -282,18 +279,23 @@ function createParts(
         token: settings.chatHostToken,
       }),
   );
-  const startLocks = new StartLocks(redis, pubsub, {
-    ...(settings.startLockTtlMs === undefined ? {} : { ttlMs: settings.startLockTtlMs }),
-    ...(settings.startLockMaxHoldMs === undefined
-      ? {}
-      : { maxHoldMs: settings.startLockMaxHoldMs }),
-  });
+  const startLocks = new StartLocks(
+    redis,
+    pubsub,
+    {
+      ...(settings.startLockTtlMs === undefined ? {} : { ttlMs: settings.startLockTtlMs }),
+      ...(settings.startLockMaxHoldMs === undefined
+        ? {}
+        : { maxHoldMs: settings.startLockMaxHoldMs }),
+    },
+    metrics.startLockLapsed,
+  );
   const stopLogFlush = () => logOut?.stop();
   return {
     ...{ telemetry, redis, store, host, embeddedHost, watchHub, startLocks, pipeline },
     startInOneScript: embeddedHost !== undefined && singleRedisScripts,
     ...{ pubsub, stopOutageLog, stopStoreWatch, stopLogFlush, singleRedisScripts, credentials },
-    readiness: new Readiness(redis),
+    readiness,
   };
 }
 

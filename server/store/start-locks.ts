@@ -46,8 +46,12 @@ class Inbox implements ChannelListener {
 
   /** The subscription was lost for a while: messages may be missing, so check again. */
   resync(): void {
+    this.resynced = true;
     this.#settle("lapsed");
   }
+
+  /** True once the subscription was lost while waiting (not a lapse of the lock). */
+  resynced = false;
 
   #settle(result: StartResult | "lapsed"): void {
     this.#result ??= result;
@@ -100,16 +104,25 @@ export class StartLocks {
   readonly settings: Readonly<StartLockSettings>;
   readonly #redis: Redis | Cluster;
   readonly #pubsub: PubSub;
+  readonly #onLapse: () => void;
 
   /**
    * @param redis takes, renews and releases locks.
    * @param pubsub the instance's subscriber, shared with the watch hub.
    * @param settings beyond the defaults (start-lock-protocol.ts).
+   * @param onLapse called each time a waiter waited out another holder's lock without
+   *   hearing its result (the holder died or stalled), so the instance can count them.
    */
-  constructor(redis: Redis | Cluster, pubsub: PubSub, settings: Partial<StartLockSettings> = {}) {
+  constructor(
+    redis: Redis | Cluster,
+    pubsub: PubSub,
+    settings: Partial<StartLockSettings> = {},
+    onLapse: () => void = () => {},
+  ) {
     this.#redis = redis;
     this.#pubsub = pubsub;
     this.settings = Object.freeze({ ...defaultStartLockSettings, ...settings });
+    this.#onLapse = onLapse;
   }
 
   /**
@@ -158,9 +171,13 @@ export class StartLocks {
       const pttl = await this.#redis.pttl(key);
       // -2: already gone, check again at once; -1 (no expiry; never set so): one lifetime.
       const expiresIn = pttl === -2 ? 0 : pttl < 0 ? this.settings.ttlMs : pttl + EXPIRY_SLACK_MS;
-      return {
-        kind: await inbox.next(Math.min(expiresIn, options.until - Date.now()), options.signal),
-      };
+      const waitMs = Math.min(expiresIn, options.until - Date.now());
+      const kind = await inbox.next(waitMs, options.signal);
+      // Waited out the holder's whole lifetime and heard nothing: the lock lapsed.
+      if (kind === "lapsed" && waitMs > 0 && waitMs === expiresIn && !inbox.resynced) {
+        this.#onLapse();
+      }
+      return { kind };
     } finally {
       this.#pubsub.unlisten(channel, inbox);
     }
