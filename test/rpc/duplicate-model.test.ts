@@ -39,7 +39,7 @@ const VARIANTS: readonly ((title: string) => string)[] = [
   (s) => s.toUpperCase(),
   (s) => `  ${s}\t `,
   (s) => s.replace(" ", "   "),
-  (s) => s.replace(" ", "\u00a0\n"),
+  (s) => s.replace(" ", "\u00a0\u2003"),
   (s) => `${s}.`,
   (s) => s.replace(" ", "-"),
   (s) => `${s}!`,
