@@ -38,10 +38,11 @@ interface ScriptBody {
 
 /**
  * Whether a script's writes are records that replicas must confirm: every script but
- * those whose `#!lua` line says `no-writes` (reads) or `allow-oom` (reads that only
- * catch a cache up, and so may run on a full Redis: store/lua/readLists-2.lua).
+ * those whose `#!lua` line says `no-writes` or `allow-oom`, and reads that write only
+ * caches (`cacheOnly`: store/lua/readLists-2.lua, whose write-back no replica needs).
  */
-export function recordsWrites(lua: string): boolean {
+export function recordsWrites(lua: string, cacheOnly = false): boolean {
+  if (cacheOnly) return false;
   const flags = /^#!lua(?:[ \t]+flags=(\S*))?/.exec(lua)?.[1]?.split(",") ?? [];
   return !flags.includes("no-writes") && !flags.includes("allow-oom");
 }
@@ -188,10 +189,11 @@ function send(
 export function callScriptsFlat(
   client: RedisClient,
   name: string,
-  definition: { readonly lua: string; readonly numberOfKeys: number },
+  definition: { readonly lua: string; readonly numberOfKeys: number; readonly cacheOnly?: true },
 ): void {
+  const records = recordsWrites(definition.lua, definition.cacheOnly);
   if (client.options.keyPrefix || client.options.showFriendlyErrorStack) {
-    if (writeConfirmation(client) && recordsWrites(definition.lua)) {
+    if (writeConfirmation(client) && records) {
       confirmIoredisCalls(client, name);
     }
     return;
@@ -202,7 +204,7 @@ export function callScriptsFlat(
     numberOfKeys: String(definition.numberOfKeys),
     sentOn: new WeakMap(),
     marks: 0,
-    records: recordsWrites(definition.lua),
+    records,
   };
   onClientItself(client, name, (_, args) => send(client, script, args as Arg[]));
 }
