@@ -72,6 +72,8 @@ class ScriptCall extends Command {
     rest: readonly Arg[],
     /** Where it was last written, when its writes wait for replicas (write-confirm.ts). */
     readonly tracked: TrackedWrite | undefined,
+    /** Sent in full whatever the connection's mark says (the last try after NOSCRIPTs). */
+    readonly whole = false,
   ) {
     super("evalsha", NO_ARGS, UTF8_REPLY);
     this.args = [script.sha, script.numberOfKeys, ...rest];
@@ -84,7 +86,7 @@ class ScriptCall extends Command {
     const mark = script.sentOn.get(socket);
     this.#socket = socket;
     if (this.tracked !== undefined) noteTracked(this.tracked, socket);
-    if (mark === undefined) {
+    if (mark === undefined || this.whole) {
       this.#mark = ++script.marks;
       script.sentOn.set(socket, this.#mark);
       this.name = "eval";
@@ -148,24 +150,33 @@ function withBytes(name: string, args: readonly (string | Buffer)[]): Buffer {
   return out;
 }
 
-/** Sends one call of `script` on `client`, and once more should its Redis lack it. */
+/**
+ * Sends one call of `script` on `client`; should its Redis lack it, once more (the body
+ * when no other call sent it since), and, lacking it again, a last time with the body.
+ * A body may be refused before Redis caches it (out of memory refuses a writing script
+ * whole), so that the calls that sent the SHA behind it meet NOSCRIPT again: the last
+ * try gets Redis's own answer.
+ */
 function send(
   client: RedisClient,
   script: ScriptBody,
   rest: readonly Arg[],
-  again = true,
+  tries = 3,
 ): Promise<unknown> {
   const setting = script.records ? writeConfirmation(client) : undefined;
-  const call = new ScriptCall(script, rest, setting && trackWrite(setting));
+  const call = new ScriptCall(script, rest, setting && trackWrite(setting), tries === 1);
   call.promise = call.promise.catch((err: Error) => {
     if (!err.message.includes("NOSCRIPT")) {
+      // Sent in full and refused (out of memory refuses a writing script before Redis
+      // caches it): the next call sends the body again rather than a SHA Redis lacks.
+      if (call.name === "eval") call.forget();
       storeCondition(client).failed(err);
       throw err;
     }
     call.forget();
-    if (!again) throw err;
+    if (tries <= 1) throw err;
     call.resent = true;
-    return send(client, script, rest, false);
+    return send(client, script, rest, tries - 1);
   });
   const reply = client.sendCommand(call) as Promise<unknown>;
   if (call.tracked === undefined) return reply;
