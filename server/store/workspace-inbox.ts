@@ -50,10 +50,11 @@ function tokenMap(flat: ScriptReply[number]): Map<string, string> {
  * A crash between any two steps leaves at worst a pending chat, read back by the next
  * read: the index never lacks an open offer nor keeps a settled one. While Redis refuses
  * writes (out of memory, a disk that refuses them) a read writes nothing: pending chats
- * are read from their logs unfenced and stay pending (store/log-reads.ts). No script touches a
- * session's keys and the index together, unless `announceInAppend` (a single Redis, by
- * the operator's choice: SINGLE_REDIS_SCRIPTS) makes the two steps one. Records written around the service (not by its
- * scripts) reach the index at the chat's next write or a rebuild (store/inbox-rebuild.ts).
+ * are read from their logs unfenced and stay pending (store/log-reads.ts). No script
+ * touches a session's keys and the index together, unless `announceInAppend` (a single
+ * Redis, by the operator's choice: SINGLE_REDIS_SCRIPTS) makes the two steps one.
+ * Records written around the service (not by its scripts) reach the index at the chat's
+ * next write or a rebuild (store/inbox-rebuild.ts).
  * Pinned by test/store/inbox-model.test.ts.
  */
 export class WorkspaceInbox {
