@@ -163,6 +163,34 @@ export function offerSuggestion(
   return suggestion;
 }
 
+/**
+ * Each offer of a log with the record of the settlement it stands by (none while open),
+ * in offer order: the pairs lua/readLists-2.lua answers from the projection, here
+ * folded from every record by `foldLog`'s rules, for a read that may not write the
+ * projection back (Redis refusing writes). `listsFromOffers` of them equals `foldLog`:
+ * an accepted restore reopens the offer, which then stands by no settlement.
+ */
+export function offerRecordsOf(records: Iterable<LogRecord>): OfferRecords[] {
+  const offers = new Map<string, { offer: LogRecord; settlement: LogRecord | undefined }>();
+  const standing = new Map<string, Suggestion>();
+  for (const record of records) {
+    const id = record.fields.id;
+    if (id === undefined || id === "") continue;
+    if (record.fields.type === "offered") {
+      if (offers.has(id)) continue;
+      offers.set(id, { offer: record, settlement: undefined });
+      standing.set(id, offeredSuggestion("", record));
+    } else if (record.fields.type === "settled") {
+      const suggestion = standing.get(id);
+      const pair = offers.get(id);
+      if (suggestion === undefined || pair === undefined) continue;
+      if (!applySettlement(suggestion, record)) continue;
+      pair.settlement = suggestion.state === SuggestionState.OPEN ? undefined : record;
+    }
+  }
+  return [...offers.values()];
+}
+
 /** Turns a stream reply (`[[id, [k, v, ...]], ...]`) into records. */
 export function parseEntries(entries: [string, string[]][]): LogRecord[] {
   return entries.map(([entryId, flat]) => {

@@ -38,10 +38,11 @@ interface ScriptBody {
 
 /**
  * Whether a script's writes are records that replicas must confirm: every script but
- * those whose `#!lua` line says `no-writes` (reads) or `allow-oom` (reads that only
- * catch a cache up, and so may run on a full Redis: store/lua/readLists-2.lua).
+ * those whose `#!lua` line says `no-writes` or `allow-oom`, and reads that write only
+ * caches (`cacheOnly`: store/lua/readLists-2.lua, whose write-back no replica needs).
  */
-export function recordsWrites(lua: string): boolean {
+export function recordsWrites(lua: string, cacheOnly = false): boolean {
+  if (cacheOnly) return false;
   const flags = /^#!lua(?:[ \t]+flags=(\S*))?/.exec(lua)?.[1]?.split(",") ?? [];
   return !flags.includes("no-writes") && !flags.includes("allow-oom");
 }
@@ -71,6 +72,8 @@ class ScriptCall extends Command {
     rest: readonly Arg[],
     /** Where it was last written, when its writes wait for replicas (write-confirm.ts). */
     readonly tracked: TrackedWrite | undefined,
+    /** Sent in full whatever the connection's mark says (the last try after NOSCRIPTs). */
+    readonly whole = false,
   ) {
     super("evalsha", NO_ARGS, UTF8_REPLY);
     this.args = [script.sha, script.numberOfKeys, ...rest];
@@ -83,7 +86,7 @@ class ScriptCall extends Command {
     const mark = script.sentOn.get(socket);
     this.#socket = socket;
     if (this.tracked !== undefined) noteTracked(this.tracked, socket);
-    if (mark === undefined) {
+    if (mark === undefined || this.whole) {
       this.#mark = ++script.marks;
       script.sentOn.set(socket, this.#mark);
       this.name = "eval";
@@ -147,24 +150,33 @@ function withBytes(name: string, args: readonly (string | Buffer)[]): Buffer {
   return out;
 }
 
-/** Sends one call of `script` on `client`, and once more should its Redis lack it. */
+/**
+ * Sends one call of `script` on `client`; should its Redis lack it, once more (the body
+ * when no other call sent it since), and, lacking it again, a last time with the body.
+ * A body may be refused before Redis caches it (out of memory refuses a writing script
+ * whole), so that the calls that sent the SHA behind it meet NOSCRIPT again: the last
+ * try gets Redis's own answer.
+ */
 function send(
   client: RedisClient,
   script: ScriptBody,
   rest: readonly Arg[],
-  again = true,
+  tries = 3,
 ): Promise<unknown> {
   const setting = script.records ? writeConfirmation(client) : undefined;
-  const call = new ScriptCall(script, rest, setting && trackWrite(setting));
+  const call = new ScriptCall(script, rest, setting && trackWrite(setting), tries === 1);
   call.promise = call.promise.catch((err: Error) => {
     if (!err.message.includes("NOSCRIPT")) {
+      // Sent in full and refused (out of memory refuses a writing script before Redis
+      // caches it): the next call sends the body again rather than a SHA Redis lacks.
+      if (call.name === "eval") call.forget();
       storeCondition(client).failed(err);
       throw err;
     }
     call.forget();
-    if (!again) throw err;
+    if (tries <= 1) throw err;
     call.resent = true;
-    return send(client, script, rest, false);
+    return send(client, script, rest, tries - 1);
   });
   const reply = client.sendCommand(call) as Promise<unknown>;
   if (call.tracked === undefined) return reply;
@@ -188,10 +200,11 @@ function send(
 export function callScriptsFlat(
   client: RedisClient,
   name: string,
-  definition: { readonly lua: string; readonly numberOfKeys: number },
+  definition: { readonly lua: string; readonly numberOfKeys: number; readonly cacheOnly?: true },
 ): void {
+  const records = recordsWrites(definition.lua, definition.cacheOnly);
   if (client.options.keyPrefix || client.options.showFriendlyErrorStack) {
-    if (writeConfirmation(client) && recordsWrites(definition.lua)) {
+    if (writeConfirmation(client) && records) {
       confirmIoredisCalls(client, name);
     }
     return;
@@ -202,7 +215,7 @@ export function callScriptsFlat(
     numberOfKeys: String(definition.numberOfKeys),
     sentOn: new WeakMap(),
     marks: 0,
-    records: recordsWrites(definition.lua),
+    records,
   };
   onClientItself(client, name, (_, args) => send(client, script, args as Arg[]));
 }

@@ -2,9 +2,10 @@ import type { Cluster, Redis } from "ioredis";
 import type { Settlement, Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { LAST_STREAM_ID } from "../domain/cursor.js";
 import { type LogRecord, parseEntries } from "../domain/fold.js";
-import { settlementOf, suggestionAfter } from "../domain/settlements.js";
+import { foldSettlements, settlementOf, suggestionAfter } from "../domain/settlements.js";
 import { callAppend, type Fenced, type InboxToken } from "./inbox-token.js";
 import { sessionKeys, WORKSPACE_CHANNEL_PARTS } from "./keys.js";
+import { orFromLog, readWholeLog } from "./log-reads.js";
 import type { ScriptReply } from "./scripts.js";
 
 /** A withdrawal as the tool hands it to the store: fields already trimmed and checked. */
@@ -88,6 +89,7 @@ export async function withdrawOffer(
  * The settlements the fold accepted after the stream id `after` (empty: all), in log
  * order, each with the suggestion as it stood right after it (lua/settlements-2.lua):
  * O(records after the cursor). `after` must be checked already (domain/cursor.ts).
+ * While Redis refuses writes, the fold of the whole log (`foldSettlements`), equal.
  */
 export async function settlementsAfter(
   redis: Redis | Cluster,
@@ -97,7 +99,16 @@ export async function settlementsAfter(
   // Nothing can follow the largest id, and Redis refuses it as an exclusive start.
   if (after === LAST_STREAM_ID) return [];
   const keys = sessionKeys(sessionId);
-  const reply = await redis.settlements(keys.log, keys.projection, after);
+  return orFromLog(
+    async () =>
+      settlementsOfReply(sessionId, await redis.settlements(keys.log, keys.projection, after)),
+    // Redis refuses writes (store/log-reads.ts): the whole log folded, nothing written.
+    async () => foldSettlements(sessionId, (await readWholeLog(redis, sessionId)).records, after),
+  );
+}
+
+/** The settlements of a lua/settlements-2.lua reply. */
+function settlementsOfReply(sessionId: string, reply: ScriptReply): Settlement[] {
   const offers = ((reply[0] ?? []) as ScriptReply).map(recordOf);
   return ((reply[1] ?? []) as ScriptReply).map((pair) => {
     const [entry, at] = pair as ScriptReply;

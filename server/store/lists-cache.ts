@@ -192,6 +192,24 @@ export class ListsCache {
   }
 
   /**
+   * The lists of a read of the whole log at `version` (store/log-reads.ts: Redis refused
+   * the read script, which would have written the projection back), `offers` being
+   * `offerRecordsOf` its records: `held` when the version is the held one; else folded
+   * as a readLists-2.lua reply of the same offers is, and held for the next read.
+   */
+  listsFromLog(
+    sessionId: string,
+    held: ListsSnapshot | undefined,
+    version: string,
+    offers: readonly OfferRecords[],
+  ): ListsSnapshot {
+    const chat = this.#touch(sessionId, version);
+    if (held !== undefined && version === held.version) chat.lists ??= held.lists;
+    chat.lists ??= listsOf(foldInto(sessionId, offers, chat.folded, new Map()));
+    return { version, lists: chat.lists };
+  }
+
+  /**
    * The workspace of an offer as this instance last folded it, of any version (an
    * offer's workspace is on its record and never changes); undefined when not held.
    * Only a guess to announce in: the settle script checks it.

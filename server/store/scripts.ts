@@ -23,6 +23,11 @@ export interface ScriptSource {
    * script): run only on a single Redis.
    */
   readonly singleRedis?: true;
+  /**
+   * A read that writes only caches (a `--- @cache-only` line in its own file): its writes
+   * are no records, which replicas need not confirm (redis/script-call.ts).
+   */
+  readonly cacheOnly?: true;
 }
 
 /**
@@ -33,7 +38,9 @@ export interface ScriptSource {
  * own, as settleAndRead-3.lua runs settle-3.lua). A script with a `--- @announced <i>`
  * line (an append that carries an inbox token as its ARGV[i]) also gives its
  * `<name>Announced` form (`announcedForm`); a `--- @single-redis` line marks a script
- * whose keys span a cluster's slots. Any other `.lua` name throws.
+ * whose keys span a cluster's slots, a `--- @cache-only` line a read that writes only
+ * caches (both read in the file's own text, not in the scripts it inlines). Any other
+ * `.lua` name throws.
  */
 export function loadScripts(dir: URL = LUA_DIR): readonly ScriptSource[] {
   const include = (name: string) => readFileSync(new URL(`includes/${name}.lua`, dir), "utf8");
@@ -52,6 +59,7 @@ export function loadScripts(dir: URL = LUA_DIR): readonly ScriptSource[] {
         numberOfKeys: Number(match[2]),
         lua: inline(text),
         ...(/^--- @single-redis$/m.test(text) ? { singleRedis: true } : {}),
+        ...(/^--- @cache-only$/m.test(text) ? { cacheOnly: true } : {}),
       };
       const token = /^--- @announced (\d+)$/m.exec(text);
       if (token === null) return [script];
@@ -93,11 +101,11 @@ ${body}`;
 
 /**
  * A script's first line: `#!lua`, with `flags=no-writes` for a script that writes
- * nothing, `flags=allow-oom` for a read that only catches a cache up (it serves on a
- * full Redis), and no flags for a script that records: Redis 7 then checks memory (OOM),
- * the disk (MISCONF) and min-replicas before the script runs, and refuses it whole,
- * where a script without the line is checked at each write inside it and could stop
- * halfway (test/e2e/store-durability.test.ts, "out of memory").
+ * nothing, and no flags for any script that writes, records or only caches: Redis 7
+ * then checks memory (OOM), the disk (MISCONF) and min-replicas before the script runs,
+ * and refuses it whole, where a script without the line is checked at each write inside
+ * it and could stop halfway. A read refused so is answered from the log alone
+ * (store/log-reads.ts; test/e2e/out-of-memory.test.ts).
  */
 const SHEBANG = /^#!lua(?:[ \t]+flags=[a-z,-]*)?\n/;
 

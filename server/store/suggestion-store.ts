@@ -1,7 +1,12 @@
 import type { ChainableCommander, Cluster, Redis } from "ioredis";
 import type { Settlement, Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { DismissalChoice } from "../domain/dismissal.js";
-import { type LogRecord, parseEntries, type SuggestionLists } from "../domain/fold.js";
+import {
+  type LogRecord,
+  offerRecordsOf,
+  parseEntries,
+  type SuggestionLists,
+} from "../domain/fold.js";
 import type { Outcome } from "../domain/settlement.js";
 import { confirmAfter, notedLast } from "../redis/write-confirm.js";
 import {
@@ -14,6 +19,7 @@ import { type ErasureReport, eraseChat } from "./chat-erasure.js";
 import { announced, callAppend, type Fenced, type InboxToken, NO_TOKEN } from "./inbox-token.js";
 import { sessionKeys } from "./keys.js";
 import { ListsCache, type ListsSnapshot } from "./lists-cache.js";
+import { orFromLog, readWholeLog } from "./log-reads.js";
 import {
   type NewOffer,
   type OfferOutcome,
@@ -300,26 +306,60 @@ export class SuggestionStore {
    * as a fresh one (test/store/list-read.test.ts); and nothing at all moved from Redis
    * when the chat did not change since this instance last read it (lists-cache.ts,
    * test/e2e/cross-instance-cache.test.ts). The answer is the fold of the whole log, as
-   * `foldLog(readLog())` gives it.
+   * `foldLog(readLog())` gives it; while Redis refuses writes, which the script may make
+   * (it catches the projection up), it is that fold indeed (store/log-reads.ts).
    */
   async snapshot(sessionId: string): Promise<ListsSnapshot> {
     const keys = sessionKeys(sessionId);
     const held = this.cache.heldLists(sessionId);
-    const reply = await this.redis.readLists(keys.log, keys.projection, held?.version ?? "");
-    return this.cache.lists(sessionId, held, reply);
+    return orFromLog(
+      async () =>
+        this.cache.lists(
+          sessionId,
+          held,
+          await this.redis.readLists(keys.log, keys.projection, held?.version ?? ""),
+        ),
+      () => this.#snapshotFromLog(sessionId, held),
+    );
+  }
+
+  /**
+   * `snapshot` while Redis refuses writes (store/log-reads.ts): the whole log read and
+   * folded, the projection left as it is.
+   */
+  async #snapshotFromLog(
+    sessionId: string,
+    held: ListsSnapshot | undefined,
+  ): Promise<ListsSnapshot> {
+    const log = await readWholeLog(this.redis, sessionId);
+    return this.cache.listsFromLog(sessionId, held, log.version, offerRecordsOf(log.records));
   }
 
   /**
    * One suggestion, reading only its two records (lua/readSuggestion-2.lua), and none
    * when the chat did not change since this instance last read it; undefined when the
-   * log holds no such offer. The same fold as `snapshot`'s `byId`.
+   * log holds no such offer. The same fold as `snapshot`'s `byId`, which answers while
+   * Redis refuses writes.
    */
   async suggestion(sessionId: string, suggestionId: string): Promise<Suggestion | undefined> {
     const keys = sessionKeys(sessionId);
     const held = this.cache.heldOne(sessionId, suggestionId);
     const version = held?.version ?? "";
-    const reply = await this.redis.readSuggestion(keys.log, keys.projection, suggestionId, version);
-    return this.cache.one(sessionId, suggestionId, held, reply) ?? undefined;
+    return orFromLog(
+      async () => {
+        const reply = await this.redis.readSuggestion(
+          keys.log,
+          keys.projection,
+          suggestionId,
+          version,
+        );
+        return this.cache.one(sessionId, suggestionId, held, reply) ?? undefined;
+      },
+      async () => {
+        const { lists } = await this.#snapshotFromLog(sessionId, this.cache.heldLists(sessionId));
+        return lists.byId.get(suggestionId);
+      },
+    );
   }
 
   /** A session's lists: `snapshot` without the version. */

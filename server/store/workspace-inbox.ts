@@ -5,6 +5,7 @@ import { offeredSuggestion, parseEntries } from "../domain/fold.js";
 import { inboxMember, sessionOfMember } from "../domain/inbox-page.js";
 import type { InboxToken } from "./inbox-token.js";
 import { sessionKeys, workspaceChannelParts, workspaceKeys } from "./keys.js";
+import { openOffersOf, orFromLog, type PlacedOffer, readWholeLog } from "./log-reads.js";
 import type { ScriptReply } from "./scripts.js";
 
 /** One open offer as the inbox lists it: its place in the order and the suggestion. */
@@ -47,10 +48,13 @@ function tokenMap(flat: ScriptReply[number]): Map<string, string> {
  * - every other chat is as its log says, so a page of the index is read in one script
  *   (lua/inboxPage-4.lua) with the offers' records.
  * A crash between any two steps leaves at worst a pending chat, read back by the next
- * read: the index never lacks an open offer nor keeps a settled one. No script touches a
- * session's keys and the index together, unless `announceInAppend` (a single Redis, by
- * the operator's choice: SINGLE_REDIS_SCRIPTS) makes the two steps one. Records written around the service (not by its
- * scripts) reach the index at the chat's next write or a rebuild (store/inbox-rebuild.ts).
+ * read: the index never lacks an open offer nor keeps a settled one. While Redis refuses
+ * writes (out of memory, a disk that refuses them) a read writes nothing: pending chats
+ * are read from their logs unfenced and stay pending (store/log-reads.ts). No script
+ * touches a session's keys and the index together, unless `announceInAppend` (a single
+ * Redis, by the operator's choice: SINGLE_REDIS_SCRIPTS) makes the two steps one.
+ * Records written around the service (not by its scripts) reach the index at the chat's
+ * next write or a rebuild (store/inbox-rebuild.ts).
  * Pinned by test/store/inbox-model.test.ts.
  */
 export class WorkspaceInbox {
@@ -137,10 +141,9 @@ export class WorkspaceInbox {
   /**
    * With a retention, the chats of `page` that may have expired (an offer older than the
    * retention, less a minute for clocks) whose log is gone: they leave the index.
-   * Answers whether any did.
    */
-  async #dropExpired(workspaceId: string, page: InboxPage): Promise<boolean> {
-    if (this.retentionMs <= 0) return false;
+  async #expired(page: InboxPage): Promise<string[]> {
+    if (this.retentionMs <= 0) return [];
     const since = Date.now() - this.retentionMs + 60_000;
     const old = new Set(
       page.entries
@@ -150,13 +153,11 @@ export class WorkspaceInbox {
         )
         .map((e) => e.suggestion.sessionId),
     );
-    const gone = (
+    return (
       await Promise.all(
         [...old].map(async (s) => ((await this.redis.exists(sessionKeys(s).log)) === 0 ? [s] : [])),
       )
     ).flat();
-    await Promise.all(gone.map((s) => this.forget(workspaceId, s)));
-    return gone.length > 0;
   }
 
   /** Marks the chat pending in the workspace; answers its new token (at least `minimum`). */
@@ -191,20 +192,35 @@ export class WorkspaceInbox {
     return (await this.#readChat(sessionId, workspaceId, fence)).entries;
   }
 
+  /**
+   * The chat's open offers of the workspace (lua/inboxChat-2.lua); `fenced` false when
+   * Redis refused the script as a write and the log was read alone (store/log-reads.ts):
+   * no fence was taken then, so the read may not end the chat's pending mark.
+   */
   async #readChat(sessionId: string, workspaceId: string, fence: string) {
     const keys = sessionKeys(sessionId);
-    const reply = await this.redis.inboxChat(keys.log, keys.projection, workspaceId, fence);
-    const entries: InboxEntry[] = [];
-    for (let i = 1; i + 1 < reply.length; i += 2) {
-      const raw = reply[i + 1] as [string, string[]];
-      const [record] = parseEntries([raw]);
-      if (record === undefined) continue;
+    const read = await orFromLog(
+      async () => {
+        const reply = await this.redis.inboxChat(keys.log, keys.projection, workspaceId, fence);
+        const offers: PlacedOffer[] = [];
+        for (let i = 1; i + 1 < reply.length; i += 2) {
+          const [record] = parseEntries([reply[i + 1] as [string, string[]]]);
+          if (record !== undefined) offers.push({ position: Number(reply[i]), record });
+        }
+        return { logged: reply[0] === 1, fenced: true, offers };
+      },
+      async () => {
+        const { records } = await readWholeLog(this.redis, sessionId);
+        return { logged: false, fenced: false, offers: openOffersOf(records, workspaceId) };
+      },
+    );
+    const entries = read.offers.map(({ position, record }): InboxEntry => {
       const suggestion = offeredSuggestion(sessionId, record);
       const at = suggestion.offeredAt === undefined ? 0 : timestampMs(suggestion.offeredAt);
-      const member = inboxMember(at, sessionId, Number(reply[i]));
-      entries.push({ member, suggestion, doc: JSON.stringify([record.entryId, record.fields]) });
-    }
-    return { logged: reply[0] === 1, entries };
+      const member = inboxMember(at, sessionId, position);
+      return { member, suggestion, doc: JSON.stringify([record.entryId, record.fields]) };
+    });
+    return { logged: read.logged, fenced: read.fenced, entries };
   }
 
   /** Makes the chat's members `entries` if its token is still `token`; `clear` ends pending. */
@@ -235,12 +251,18 @@ export class WorkspaceInbox {
    * lua/inboxChat-2.lua), until its first record.
    */
   async resolve(workspaceId: string, sessionId: string, token: string): Promise<InboxEntry[]> {
-    const { logged, entries } = await this.#readChat(sessionId, workspaceId, token);
+    const { logged, fenced, entries } = await this.#readChat(sessionId, workspaceId, token);
+    // Redis refuses writes: the chat stays pending, as after a crash between two steps,
+    // and the next read reads it back again.
+    if (!fenced) return entries;
     // An announcement on an empty log that no append followed for longer than any call
     // lasts (a settlement of an erased chat, a writer that crashed): dropped, so that the
     // index keeps no chat that has no records (tokens are microseconds of server time).
     const stale = !logged && Number(token) < (Date.now() - STALE_ANNOUNCEMENT_MS) * 1000;
-    await this.put(workspaceId, sessionId, token, logged || stale, entries);
+    await orFromLog(
+      () => this.put(workspaceId, sessionId, token, logged || stale, entries),
+      async () => false,
+    );
     return entries;
   }
 
@@ -252,9 +274,20 @@ export class WorkspaceInbox {
    */
   async page(workspaceId: string, size: number, after: string): Promise<InboxPage> {
     const page = await this.#page(workspaceId, size, after);
-    // An expired chat leaves at this read; the page is read again without it.
-    if (await this.#dropExpired(workspaceId, page)) return this.#page(workspaceId, size, after);
-    return page;
+    const gone = await this.#expired(page);
+    if (gone.length === 0) return page;
+    // An expired chat leaves at this read; the page is read again without it. While
+    // Redis refuses writes it stays in the index, and only this page leaves it out.
+    return orFromLog(
+      async () => {
+        await Promise.all(gone.map((s) => this.forget(workspaceId, s)));
+        return this.#page(workspaceId, size, after);
+      },
+      async () => ({
+        entries: page.entries.filter((e) => !gone.includes(e.suggestion.sessionId)),
+        next: page.next,
+      }),
+    );
   }
 
   async #page(workspaceId: string, size: number, after: string): Promise<InboxPage> {
@@ -310,13 +343,14 @@ export class WorkspaceInbox {
       if (typeof doc !== "string") unread.add(sessionId);
       else listed.push(entryOf(sessionId, member, doc));
     });
-    // A record missing from the index (deleted by hand): read from the chat's log.
+    // A record missing from the index (deleted by hand): its chat's members of the
+    // window are read from the chat's log, all of them, each once.
     const fromLogs = await Promise.all(
       [...unread].map((sessionId) => this.chatEntries(sessionId, workspaceId)),
     );
     const inWindow = new Set(window);
     const candidates = [
-      ...listed,
+      ...listed.filter((e) => !unread.has(e.suggestion.sessionId)),
       ...fromLogs.flat().filter((e) => inWindow.has(e.member)),
       ...fromPending
         .flat()

@@ -266,6 +266,9 @@ test("a disk that refuses writes: UNAVAILABLE naming Redis's cause, counted, NOT
       /^the suggestion store cannot write to its disk \(Redis is configured to save RDB snapshots, but it's (currently )?unable to persist to disk/,
     );
     await eventually(async () => (await health.check({})).status === 2);
+    // Reads go on from the log, writing nothing: the chat still has no offer.
+    const lists = await clients.suggestions.listSuggestions({ sessionId });
+    expect([lists.open, lists.settled]).toEqual([[], []]);
     const metrics = await server.telemetry.registry.getSingleMetricAsString(
       "suggest_store_refusals_total",
     );

@@ -116,6 +116,32 @@ test("a Redis that lost its scripts is sent the body again, and the call is answ
   expect(await scriptStats()).toEqual({ eval: 0, evalsha: 1, noscript: 0 });
 });
 
+test("out of memory, calls of a writing script all answer Redis's OOM, never NOSCRIPT; with memory back they are answered", async () => {
+  const WRITE = { lua: "#!lua\nreturn redis.call('SET', KEYS[1], ARGV[1])", numberOfKeys: 1 };
+  const redis = connectRedis(server.url) as Redis & {
+    setIt(key: string, value: string): Promise<string>;
+  };
+  clients.push(redis);
+  redis.defineCommand("setIt", WRITE);
+  callScriptsFlat(redis, "setIt", WRITE);
+  await redis.ping();
+  const key = uniqueId("oom");
+  await admin.config("SET", "maxmemory", "1");
+  let refused: string[];
+  try {
+    // The first body refused before Redis caches it, the SHAs sent behind it too.
+    const calls = Array.from({ length: 20 }, (_, i) => redis.setIt(key, String(i)));
+    refused = await Promise.all(calls.map((c) => c.then(String, (e: Error) => e.message)));
+    refused.push(await redis.setIt(key, "again").then(String, (e: Error) => e.message));
+  } finally {
+    await admin.config("SET", "maxmemory", "0");
+  }
+  for (const message of refused) expect(message).toMatch(/^OOM /);
+  expect(await admin.exists(key)).toBe(0);
+  expect(await redis.setIt(key, "now")).toBe("OK");
+  expect(await admin.get(key)).toBe("now");
+});
+
 test("after a reconnection the first call sends the body, without a NOSCRIPT first", async () => {
   const redis = await client();
   await redis.echoArgs("k", "before", "", "");

@@ -1,10 +1,11 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { foldLog } from "../../server/domain/fold.js";
+import { foldLog, listsFromOffers, offerRecordsOf } from "../../server/domain/fold.js";
 import type { Outcome } from "../../server/domain/settlement.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
 import { sessionKeys } from "../../server/store/keys.js";
 import { ListsCache } from "../../server/store/lists-cache.js";
+import { openOffersOf, readWholeLog } from "../../server/store/log-reads.js";
 import { type ListsSnapshot, SuggestionStore } from "../../server/store/suggestion-store.js";
 import { redisClient, uniqueId } from "../support/harness.js";
 import { appendRaw, projectionFold } from "../support/lists.js";
@@ -175,6 +176,18 @@ test("on random logs the projection's lists equal the fold of the whole stream",
           expect(await uncached.snapshot(sessionId)).toEqual(expected);
           // The instance's cache, read at every step, never answers another version.
           expect(await store.snapshot(sessionId)).toEqual(expected);
+          // The readings of the log alone (Redis refusing writes: store/log-reads.ts):
+          // the same lists, and the inbox's open offers at the same places.
+          const log = await readWholeLog(redis, sessionId);
+          expect(log.version).toBe(expected.version);
+          expect(listsFromOffers(sessionId, offerRecordsOf(log.records))).toEqual(expected.lists);
+          const inboxEntries = await store.inbox.chatEntries(sessionId, "*");
+          expect(openOffersOf(log.records, "*").map((o) => [o.position, o.record])).toEqual(
+            inboxEntries.map((e) => {
+              const [entryId, fields] = JSON.parse(e.doc) as [string, Record<string, string>];
+              return [Number(e.member.slice(-10)), { entryId, fields }];
+            }),
+          );
         }
         // Kept step by step, the projection is the one a rebuild from the stream makes.
         const proj = sessionKeys(sessionId).projection;

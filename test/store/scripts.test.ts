@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach, expect, test } from "vitest";
+import { recordsWrites } from "../../server/redis/script-call.js";
 import { loadScripts } from "../../server/store/scripts.js";
 import { redisClient, tempDir, uniqueId } from "../support/harness.js";
 
@@ -73,6 +74,22 @@ test("only the announced forms and settleStartEmbedded span slots: a single Redi
     "settleStartEmbeddedAnnounced",
     "withdrawAnnounced",
   ]);
+});
+
+test("every script that writes, caches included, carries no script flag, so that Redis refuses it whole when out of memory; only the cache-only reads' writes wait for no replica", () => {
+  const scripts = loadScripts();
+  const flags = Object.fromEntries(
+    scripts.map((s) => [s.name, /^#!lua(?:[ \t]+flags=(\S*))?\n/.exec(s.lua)?.[1] ?? ""]),
+  );
+  expect(Object.entries(flags).filter(([, f]) => f !== "")).toEqual([["inboxPage", "no-writes"]]);
+  const cacheOnly = scripts.filter((s) => s.cacheOnly === true).map((s) => s.name);
+  expect(cacheOnly.sort()).toEqual(["inboxChat", "readLists", "readSuggestion", "settlements"]);
+  for (const script of scripts) {
+    expect([script.name, recordsWrites(script.lua, script.cacheOnly)]).toEqual([
+      script.name,
+      !["inboxPage", ...cacheOnly].includes(script.name),
+    ]);
+  }
 });
 
 test("every script uses exactly the keys its name declares, and has its includes inlined", () => {

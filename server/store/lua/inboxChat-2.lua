@@ -1,4 +1,4 @@
-#!lua flags=allow-oom
+#!lua
 --[[
   Reads a chat's open offers of one workspace back from its log, for the workspace's
   inbox (store/workspace-inbox.ts), and optionally fences the workspace's token: an
@@ -18,7 +18,12 @@
     then, for each open offer of the workspace, in offer order:
     position  the offer's place in the chat's offer order (1, 2, ...)
     offer     its `offered` record { entry id, { field, value, ... } }
+
+  It writes only caches (`@cache-only`: its writes wait for no replica): while Redis
+  refuses writes (out of memory, a disk that refuses them) it is refused whole before it
+  runs, and the service reads the log alone instead (store/log-reads.ts).
 ]]
+--- @cache-only
 --- @include "projection"
 
 local log, proj = KEYS[1], KEYS[2]

@@ -1,4 +1,4 @@
-#!lua flags=allow-oom
+#!lua
 --[[
   Reads one session's lists in O(offers), however long its stream: the projection is
   caught up (O(1) when it is current), then each offer's record and the record of the
@@ -24,7 +24,12 @@
                 order they are first named. An offer's standing is the fold of its own
                 records, so every other offer stands as the caller holds it; new offers
                 come after the caller's in offer order (includes/reads.lua `grownBy`).
+
+  It writes only caches (`@cache-only`: its writes wait for no replica): while Redis
+  refuses writes (out of memory, a disk that refuses them) it is refused whole before it
+  runs, and the service reads the log alone instead (store/log-reads.ts).
 ]]
+--- @cache-only
 --- @include "projection"
 --- @include "reads"
 

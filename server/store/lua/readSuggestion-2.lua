@@ -1,4 +1,4 @@
-#!lua flags=allow-oom
+#!lua
 --[[
   Reads one suggestion's records, not the chat's: GetSuggestion's read. The version is
   the one readLists-2.lua answers, so an unchanged chat moves no records at all.
@@ -13,7 +13,12 @@
     version     as readLists-2.lua's
     offer       the offer's `offered` record, {} when the log holds no such offer
     settlement  the `settled` record it stands by; {} while it is open
+
+  It writes only caches (`@cache-only`: its writes wait for no replica): while Redis
+  refuses writes (out of memory, a disk that refuses them) it is refused whole before it
+  runs, and the service reads the log alone instead (store/log-reads.ts).
 ]]
+--- @cache-only
 --- @include "projection"
 --- @include "reads"
 

@@ -1,4 +1,4 @@
-#!lua flags=allow-oom
+#!lua
 --[[
   Reads one session's accepted settlements recorded after a cursor, in log order, in
   O(records after the cursor): the projection is caught up (O(1) when it is current), and
@@ -18,7 +18,12 @@
                  { { entry id, { field, value, ... } }, ... }
     settlements  in log order, { { entry id, { field, value, ... } }, offer index }, the
                  index (1-based) into offers
+
+  It writes only caches (`@cache-only`: its writes wait for no replica): while Redis
+  refuses writes (out of memory, a disk that refuses them) it is refused whole before it
+  runs, and the service reads the log alone instead (store/log-reads.ts).
 ]]
+--- @cache-only
 --- @include "projection"
 
 local log, proj = KEYS[1], KEYS[2]
