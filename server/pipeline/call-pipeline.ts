@@ -43,7 +43,7 @@ export type RefusedCall = Pick<Call, "service" | "method" | "procedure">;
  * not parse or decompress, a deadline header that is malformed or already past): each
  * hook's `refused` is told, so that such a call is in the call log and in
  * `suggest_calls_total` with its RPC and code, as every call the handler answers is.
- * Pinned by test/e2e/bad-input.test.ts.
+ * Pinned by test/e2e/bad-input-encodings.test.ts.
  */
 export function callRefusals(
   options: PipelineOptions,

@@ -51,7 +51,7 @@ const COMPRESSIONS = [compressionGzip, compressionBrotli];
  * - unknown fields are dropped as messages are parsed;
  * - a Connect GET of a read (`idempotency_level = NO_SIDE_EFFECTS`, connect-node answers
  *   it) carries caching headers (`withGetCaching`).
- * Pinned by test/e2e/bad-input.test.ts.
+ * Pinned by test/e2e/bad-input.test.ts and test/e2e/bad-input-encodings.test.ts.
  */
 export function createConnectAdapter(
   options: ConnectAdapterOptions,

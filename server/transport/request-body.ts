@@ -83,7 +83,7 @@ export interface ReadOptions {
  * A refused call is handed on with a body that fails with its error, so connect-node
  * answers it in the call's protocol without running the handler. A body over the bound,
  * an encoding not accepted or a framing error is handed on as it came, for connect-node
- * to refuse with its own texts. Pinned by test/e2e/bad-input.test.ts and
+ * to refuse with its own texts. Pinned by test/e2e/bad-input-encodings.test.ts and
  * test/e2e/deadlines.test.ts.
  */
 export async function readCall(

@@ -34,7 +34,7 @@ const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
  * Parses one JSON request message as connect-node does (its text strictly UTF-8,
  * unknown fields ignored), so that the adapter can refuse one that does not parse
  * before connect-node reads it, and the call is logged: INVALID_ARGUMENT with
- * connect-node's own text. Pinned by test/e2e/bad-input.test.ts.
+ * connect-node's own text. Pinned by test/e2e/bad-input-encodings.test.ts.
  */
 export function parseJsonRequest(schema: DescMessage, bytes: Uint8Array): unknown {
   try {
