@@ -92,6 +92,8 @@ export async function readCall(
   options: ReadOptions,
 ): Promise<ReadCall> {
   const kind = method.methodKind;
+  // A Connect GET (a read, its message in the URL): only its deadline is held.
+  if (req.method === "GET") return { request: { ...req, header: held(req.header, CONNECT) } };
   if (req.method !== "POST" || (kind !== "unary" && kind !== "server_streaming")) {
     return { request: req };
   }
@@ -99,12 +101,7 @@ export async function readCall(
   if (framing === undefined) return { request: req };
   const timeout = framing.timeout(req.header.get(framing.timeoutHeader));
   if (timeout.error !== undefined) return refuse(req, framing, timeout.error);
-  let header = req.header;
-  if (timeout.timeoutMs === MAX_TIMER_MS) {
-    // A deadline longer than a timer can wait: served as about 24 days, not ended at once.
-    header = new Headers(header);
-    header.set(framing.timeoutHeader, framing.heldTimeout);
-  }
+  const header = held(req.header, framing);
   const body = req.body;
   if (body === null || typeof body !== "object" || !(Symbol.asyncIterator in body)) {
     return { request: header === req.header ? req : { ...req, header } };
@@ -130,6 +127,20 @@ export async function readCall(
   plainHeader.delete(framing.encodingHeader);
   plainHeader.delete("content-length");
   return { request: { ...req, header: plainHeader, body: once(plain) } };
+}
+
+/**
+ * The headers with a deadline longer than a Node timer can wait held at that, so that it
+ * is served as about 24 days rather than ended at once; the same headers otherwise.
+ */
+function held(
+  header: Headers,
+  framing: Pick<Framing, "timeout" | "timeoutHeader" | "heldTimeout">,
+): Headers {
+  if (framing.timeout(header.get(framing.timeoutHeader)).timeoutMs !== MAX_TIMER_MS) return header;
+  const copy = new Headers(header);
+  copy.set(framing.timeoutHeader, framing.heldTimeout);
+  return copy;
 }
 
 /** The call refused with `error`: connect-node answers it, the handler never runs. */
