@@ -10,7 +10,8 @@ import { traceChatHost } from "./host/traced-host.js";
 import { listen, listener, listenMetrics, OPENAPI_FILE, pagesFallback } from "./listeners.js";
 import { logDestination } from "./log-destination.js";
 import { bearerAuth, Credentials } from "./pipeline/auth.js";
-import { callRefusals, type PipelineOptions } from "./pipeline/call-pipeline.js";
+import type { PipelineOptions } from "./pipeline/call-pipeline.js";
+import { callRefusals } from "./pipeline/call-refusals.js";
 import {
   type CertificateGrant,
   connectionValues,

@@ -29,7 +29,7 @@ export interface CallHook {
   before?(call: Call): void | Promise<void>;
   after?(call: Call, error: ConnectError | undefined, durationMs: number): void;
   /**
-   * A call its transport refused before the pipeline ran (`callRefusals`): no `before`
+   * A call its transport refused before the pipeline ran (call-refusals.ts): no `before`
    * ran, no request was read. Logged and counted like any other call.
    */
   refused?(call: RefusedCall, error: ConnectError): void;
@@ -37,23 +37,6 @@ export interface CallHook {
 
 /** A call refused by its transport before its request was read: which RPC it was. */
 export type RefusedCall = Pick<Call, "service" | "method" | "procedure">;
-
-/**
- * How a transport reports a call it refused before its handler ran (a request that does
- * not parse or decompress, a deadline header that is malformed or already past): each
- * hook's `refused` is told, so that such a call is in the call log and in
- * `suggest_calls_total` with its RPC and code, as every call the handler answers is.
- * Pinned by test/e2e/bad-input-encodings.test.ts.
- */
-export function callRefusals(
-  options: PipelineOptions,
-): (method: DescMethod, error: ConnectError) => void {
-  return (method, error) => {
-    const service = method.parent;
-    const call = { service, method, procedure: `/${service.typeName}/${method.name}` };
-    for (const hook of options.hooks) hook.refused?.(call, error);
-  };
-}
 
 /**
  * How the pipeline runs calls: the hooks, and the budget of a unary call's work

@@ -5,7 +5,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
-import { callRefusals } from "../../server/pipeline/call-pipeline.js";
+import { callRefusals } from "../../server/pipeline/call-refusals.js";
 import { createTelemetry } from "../../server/pipeline/telemetry.js";
 import type { SuggestServer } from "../../server/server.js";
 import {
