@@ -11,6 +11,7 @@ import { listen, listener, listenMetrics, OPENAPI_FILE, pagesFallback } from "./
 import { logDestination } from "./log-destination.js";
 import { bearerAuth, Credentials } from "./pipeline/auth.js";
 import type { PipelineOptions } from "./pipeline/call-pipeline.js";
+import { callRefusals } from "./pipeline/call-refusals.js";
 import {
   type CertificateGrant,
   connectionValues,
@@ -84,19 +85,21 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
   setMaxListeners(0, shutdown.signal);
   const services = buildServices(parts);
   const readiness = parts.readiness;
-  const answerHeaders = serverIdentityHeaders();
-  // With client certificates, each call carries its connection's verified identity.
+  // What both transports serve calls with. With client certificates, each call carries
+  // its connection's verified identity; a call refused before its handler ran is logged
+  // and counted like any other.
   const valuesOf = settings.tlsClientCaFile === undefined ? undefined : connectionValues;
+  const served = {
+    readMaxBytes: settings.readMaxBytes,
+    shutdownSignal: shutdown.signal,
+    answerHeaders: serverIdentityHeaders(),
+    refused: callRefusals(parts.pipeline),
+    ...(valuesOf && { valuesOf }),
+  };
   const fastPath =
-    settings.grpcFastPath === false
-      ? undefined
-      : createGrpcFastPath(services, {
-          readMaxBytes: settings.readMaxBytes,
-          shutdownSignal: shutdown.signal,
-          answerHeaders,
-          ...(valuesOf && { valuesOf }),
-        });
+    settings.grpcFastPath === false ? undefined : createGrpcFastPath(services, served);
   const handler = createConnectAdapter({
+    ...served,
     routes: routesOf(services),
     fallback: pagesFallback(
       parts.telemetry,
@@ -105,10 +108,6 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
       await readFile(OPENAPI_FILE),
       settings.metricsPort === undefined ? parts.credentials : undefined,
     ),
-    readMaxBytes: settings.readMaxBytes,
-    shutdownSignal: shutdown.signal,
-    answerHeaders,
-    ...(valuesOf && { valuesOf }),
   });
   const server = await listener(settings, withSpecGrpcMessage(corsOf(settings, handler)), fastPath);
   const connections = followConnections(server);

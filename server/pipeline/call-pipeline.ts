@@ -28,7 +28,15 @@ export interface Call {
 export interface CallHook {
   before?(call: Call): void | Promise<void>;
   after?(call: Call, error: ConnectError | undefined, durationMs: number): void;
+  /**
+   * A call its transport refused before the pipeline ran (call-refusals.ts): no `before`
+   * ran, no request was read. Logged and counted like any other call.
+   */
+  refused?(call: RefusedCall, error: ConnectError): void;
 }
+
+/** A call refused by its transport before its request was read: which RPC it was. */
+export type RefusedCall = Pick<Call, "service" | "method" | "procedure">;
 
 /**
  * How the pipeline runs calls: the hooks, and the budget of a unary call's work

@@ -91,46 +91,78 @@ export function createTelemetry(logger: Logger): Telemetry {
     registers: [registry],
   });
 
-  // The series of each (method, code) and each method, looked up once: prom-client
-  // hashes the labels of every inc and observe it is given by name. Each (method, code)
-  // also has its child logger, whose two fields pino serializes once, at its creation,
-  // rather than on every line (the line is the same).
-  const callSeries = new Map<string, { readonly counter: { inc(): void }; readonly log: Logger }>();
-  const latencySeries = new Map<string, { observe(seconds: number): void }>();
+  const record = callRecorder(logger, calls, latency, refusals);
   const hook: CallHook = {
     before(call: Call) {
       if (call.procedure === START) startsInFlight.inc();
     },
     after(call, error, durationMs) {
       if (call.procedure === START) startsInFlight.dec();
-      const code = codeName(error?.code);
-      const key = `${call.procedure} ${code}`;
-      let series = callSeries.get(key);
-      if (series === undefined) {
-        const labels = { method: call.procedure, code };
-        series = { counter: calls.labels(labels), log: logger.child(labels) };
-        callSeries.set(key, series);
-      }
-      series.counter.inc();
-      let timed = latencySeries.get(call.procedure);
-      if (timed === undefined) {
-        timed = latency.labels({ method: call.procedure });
-        latencySeries.set(call.procedure, timed);
-      }
-      timed.observe(durationMs / 1000);
-      const refusal = error instanceof ConnectError ? refusalOf(error) : undefined;
-      if (refusal !== undefined) refusals.inc({ reason: RefusalReason[refusal] });
-      series.log.info(
-        {
-          durationMs: Math.round(durationMs * 1000) / 1000,
-          sessionId: sessionIdOf(call.request),
-          ...(refusal === undefined ? {} : { refusal: RefusalReason[refusal] }),
-        },
-        "call",
-      );
+      record(call.procedure, call.request, error, durationMs);
+    },
+    // A call its transport refused unread: logged and counted, with no latency of its own.
+    refused(call, error) {
+      record(call.procedure, undefined, error, undefined);
     },
   };
   return { hook, registry, redisErrors, storeRefusals, logger };
+}
+
+/**
+ * Counts and logs one call that ended (`durationMs` undefined: refused before it was
+ * read, so it has no latency of its own).
+ */
+function callRecorder(
+  logger: Logger,
+  calls: Counter<"method" | "code">,
+  latency: Histogram<"method">,
+  refusals: Counter<"reason">,
+): (
+  procedure: string,
+  request: unknown,
+  error: ConnectError | undefined,
+  durationMs: number | undefined,
+) => void {
+  // The series of each (method, code) and each method, looked up once: prom-client
+  // hashes the labels of every inc and observe it is given by name. Each (method, code)
+  // also has its child logger, whose two fields pino serializes once, at its creation,
+  // rather than on every line (the line is the same).
+  const callSeries = new Map<string, { readonly counter: { inc(): void }; readonly log: Logger }>();
+  const latencySeries = new Map<string, { observe(seconds: number): void }>();
+  return (
+    procedure: string,
+    request: unknown,
+    error: ConnectError | undefined,
+    durationMs: number | undefined,
+  ) => {
+    const code = codeName(error?.code);
+    const key = `${procedure} ${code}`;
+    let series = callSeries.get(key);
+    if (series === undefined) {
+      const labels = { method: procedure, code };
+      series = { counter: calls.labels(labels), log: logger.child(labels) };
+      callSeries.set(key, series);
+    }
+    series.counter.inc();
+    if (durationMs !== undefined) {
+      let timed = latencySeries.get(procedure);
+      if (timed === undefined) {
+        timed = latency.labels({ method: procedure });
+        latencySeries.set(procedure, timed);
+      }
+      timed.observe(durationMs / 1000);
+    }
+    const refusal = error instanceof ConnectError ? refusalOf(error) : undefined;
+    if (refusal !== undefined) refusals.inc({ reason: RefusalReason[refusal] });
+    series.log.info(
+      {
+        ...(durationMs === undefined ? {} : { durationMs: Math.round(durationMs * 1000) / 1000 }),
+        sessionId: sessionIdOf(request),
+        ...(refusal === undefined ? {} : { refusal: RefusalReason[refusal] }),
+      },
+      "call",
+    );
+  };
 }
 
 function refusalOf(error: ConnectError): RefusalReason | undefined {

@@ -5,7 +5,12 @@ import { closeUnread } from "./error-answer.js";
 import { openCall } from "./grpc-call.js";
 import { serveServerStream } from "./grpc-server-stream.js";
 import { frameOf, GRPC_OK, GRPC_RESPONSE_HEADERS, statusOf, toConnectError } from "./grpc-wire.js";
-import type { ConnectionValues, ServedService, StreamHandler } from "./handler-types.js";
+import type {
+  CallRefused,
+  ConnectionValues,
+  ServedService,
+  StreamHandler,
+} from "./handler-types.js";
 
 /** How the fast path runs. */
 export interface GrpcFastPathOptions {
@@ -17,6 +22,8 @@ export interface GrpcFastPathOptions {
   readonly answerHeaders?: Readonly<Record<string, string>>;
   /** The context values each call starts with, from its connection (a client certificate). */
   readonly valuesOf?: ConnectionValues;
+  /** Told of each call refused before its handler ran, so that it is logged and counted. */
+  readonly refused?: CallRefused;
 }
 
 /** The options a call is served with: the response headers made once. */
@@ -107,12 +114,13 @@ function serve(
   stream.on("data", (chunk: Buffer) => {
     size += chunk.length;
     if (size > limit) {
-      fail(
-        new ConnectError(
-          `message size ${size - 5} is larger than configured readMaxBytes ${options.readMaxBytes}`,
-          Code.ResourceExhausted,
-        ),
+      if (answered) return;
+      const error = new ConnectError(
+        `message size ${size - 5} is larger than configured readMaxBytes ${options.readMaxBytes}`,
+        Code.ResourceExhausted,
       );
+      options.refused?.(route.method, error);
+      fail(error);
       closeUnread(stream);
       return;
     }

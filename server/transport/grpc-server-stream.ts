@@ -1,9 +1,9 @@
 import { constants, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
-import { openCall } from "./grpc-call.js";
+import { type OpenCallOptions, openCall } from "./grpc-call.js";
 import { frameOf, GRPC_OK, GRPC_RESPONSE_HEADERS, statusOf, toConnectError } from "./grpc-wire.js";
-import { type ConnectionValues, type Pushable, pushableOf } from "./handler-types.js";
+import { type Pushable, pushableOf } from "./handler-types.js";
 import type { LazyContext } from "./lazy-handler-context.js";
 
 /** A server-streaming method as the fast path routes it. */
@@ -28,9 +28,7 @@ export async function serveServerStream(
   stream: ServerHttp2Stream,
   headers: IncomingHttpHeaders,
   route: ServerStreamRoute,
-  options: {
-    readonly shutdownSignal: AbortSignal;
-    readonly valuesOf?: ConnectionValues;
+  options: OpenCallOptions & {
     readonly responseHeaders?: Readonly<Record<string, string | number>>;
   },
   body: Buffer,

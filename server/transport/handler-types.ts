@@ -1,8 +1,8 @@
 import type http from "node:http";
 import type http2 from "node:http2";
 import type { Socket } from "node:net";
-import type { DescService } from "@bufbuild/protobuf";
-import type { ContextValues, ServiceImpl } from "@connectrpc/connect";
+import type { DescMethod, DescService } from "@bufbuild/protobuf";
+import type { ConnectError, ContextValues, ServiceImpl } from "@connectrpc/connect";
 
 /**
  * The types every transport module shares. They live apart from the modules that use
@@ -29,6 +29,14 @@ export type StreamHandler = (
  * protocol.
  */
 export type ConnectionValues = (socket: Socket) => ContextValues;
+
+/**
+ * Told of a call the transport refused before its handler ran (its request did not
+ * parse or decompress, its deadline header was malformed or already past), so that it
+ * is logged and counted like every call (the call pipeline's `callRefusals`). Both the
+ * fast path and connect-node's adapter tell it, whatever the protocol.
+ */
+export type CallRefused = (method: DescMethod, error: ConnectError) => void;
 
 /**
  * A service as a transport serves it: its descriptor and its implementation, already

@@ -1,8 +1,7 @@
 import type http from "node:http";
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protocol-connect";
-import { parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-grpc";
+import { connectTimeout, grpcTimeout } from "./call-timeout.js";
 import { answerStream, errorAnswer } from "./error-answer.js";
 import { headerValue } from "./grpc-wire.js";
 import type { DualHandler } from "./handler-types.js";
@@ -10,16 +9,17 @@ import type { DualHandler } from "./handler-types.js";
 /**
  * How long a request may take to arrive in full, in ms: `requestTimeoutMs`, or the
  * call's own deadline (`grpc-timeout`, `connect-timeout-ms`) when that is shorter. A
- * deadline that does not parse is left to the protocol handler, which refuses it.
+ * deadline that does not parse, or has already passed, is left to the call's handler,
+ * which refuses it once the body is in, before any work: no timer of 0 ms races it.
  */
 export function requestDeadlineMs(headers: IncomingHttpHeaders, requestTimeoutMs: number): number {
   const grpc = headerValue(headers["grpc-timeout"]);
   const connect = headerValue(headers["connect-timeout-ms"]);
   const own =
     grpc !== null
-      ? parseGrpcTimeout(grpc, Number.MAX_SAFE_INTEGER).timeoutMs
+      ? grpcTimeout(grpc).timeoutMs
       : connect !== null
-        ? parseConnectTimeout(connect, Number.MAX_SAFE_INTEGER).timeoutMs
+        ? connectTimeout(connect).timeoutMs
         : undefined;
   return Math.min(requestTimeoutMs, own ?? requestTimeoutMs);
 }

@@ -1,4 +1,4 @@
-import { type DescMessage, fromBinary } from "@bufbuild/protobuf";
+import { type DescMessage, fromBinary, fromJsonString } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { decodingRequest } from "./request-text.js";
 
@@ -24,5 +24,22 @@ export function parseRequestMessage(schema: DescMessage, bytes: Uint8Array): unk
       `parse binary: ${err instanceof Error ? err.message : String(err)}`,
       Code.InvalidArgument,
     );
+  }
+}
+
+/** connect-node's JSON decoding: text that is not valid UTF-8 is refused, not replaced. */
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * Parses one JSON request message as connect-node does (its text strictly UTF-8,
+ * unknown fields ignored), so that the adapter can refuse one that does not parse
+ * before connect-node reads it, and the call is logged: INVALID_ARGUMENT with
+ * connect-node's own text. Pinned by test/e2e/bad-input-encodings.test.ts.
+ */
+export function parseJsonRequest(schema: DescMessage, bytes: Uint8Array): unknown {
+  try {
+    return fromJsonString(schema, STRICT_UTF8.decode(bytes), { ignoreUnknownFields: true });
+  } catch (err) {
+    throw ConnectError.from(err, Code.InvalidArgument);
   }
 }

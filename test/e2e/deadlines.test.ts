@@ -5,7 +5,11 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import type * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { StartSuggestionRequestSchema } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import { AgentRole } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import {
+  StartSuggestionRequestSchema,
+  SuggestTaskRequestSchema,
+} from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { createSuggestionClient } from "../../sdk/src/node.js";
 import type { SuggestServer } from "../../server/server.js";
 import { grpcJsClients, grpcJsStream, grpcJsUnary, loadHealth } from "../support/grpc-js.js";
@@ -17,6 +21,7 @@ import {
   startTestServer,
   uniqueId,
 } from "../support/harness.js";
+import { grpcFrame, grpcWebStatus, rawGrpc } from "../support/raw-grpc.js";
 import { offer, successText } from "../support/suggest.js";
 import { gate, startTestHost } from "../support/test-host.js";
 
@@ -385,4 +390,111 @@ describe("a Start waiting on another's flight", () => {
         expect(again.chatId).toBe(started.chatId);
       }),
   );
+});
+
+// A deadline that has passed on arrival ends the call before any work; one that is not a
+// deadline at all is the caller's error, named with the value it sent.
+describe.each([
+  ["the gRPC fast path", true],
+  ["connect-node only", false],
+])("deadlines past or malformed, through %s", (_, grpcFastPath) => {
+  const SUGGEST = "/oda.suggest.v1.SuggestionService/SuggestTask";
+  let server: SuggestServer;
+  let clients: Clients;
+  beforeAll(async () => {
+    server = await startTestServer(undefined, { grpcFastPath });
+    clients = grpcClients(server.url);
+  });
+  afterAll(() => server.close());
+
+  /** A session of its own and a SuggestTask request offering on it. */
+  async function request(): Promise<{ sessionId: string; body: Buffer }> {
+    const sessionId = uniqueId();
+    await putSession(clients, { sessionId });
+    const body = toBinary(
+      SuggestTaskRequestSchema,
+      create(SuggestTaskRequestSchema, {
+        context: { sessionId, turnId: "t-deadline", role: AgentRole.TOP_LEVEL },
+        args: { title: "Past deadline", tldr: "r", brief: "b" },
+      }),
+    );
+    return { sessionId, body: Buffer.from(body) };
+  }
+
+  /** The offers recorded on the session (read from Redis through the service). */
+  async function offers(sessionId: string): Promise<number> {
+    return (await clients.suggestions.listSuggestions({ sessionId })).open.length;
+  }
+
+  test.each(["0n", "0m", "0S", "0H", "0M", "0u"])(
+    "grpc-timeout %s: DEADLINE_EXCEEDED, and no offer recorded",
+    async (timeout) => {
+      const { sessionId, body } = await request();
+      const answer = await rawGrpc(server.url, SUGGEST, body, { "grpc-timeout": timeout });
+      expect(Code[answer.code]).toBe(Code[Code.DeadlineExceeded]);
+      expect(await offers(sessionId)).toBe(0);
+    },
+  );
+
+  test.each(["", "abc", "1", "5s", "1.5S", "-1S", "123456789S"])(
+    "grpc-timeout %j: INVALID_ARGUMENT naming the value, and no offer recorded",
+    async (timeout) => {
+      const { sessionId, body } = await request();
+      const answer = await rawGrpc(server.url, SUGGEST, body, { "grpc-timeout": timeout });
+      expect({ code: Code[answer.code], message: answer.message }).toEqual({
+        code: Code[Code.InvalidArgument],
+        message: `invalid grpc-timeout header "${timeout}"`,
+      });
+      expect(await offers(sessionId)).toBe(0);
+    },
+  );
+
+  test("gRPC-Web: grpc-timeout 0m is DEADLINE_EXCEEDED, a malformed one INVALID_ARGUMENT", async () => {
+    const post = async (timeout: string) => {
+      const { sessionId, body } = await request();
+      const res = await fetch(`${server.url}${SUGGEST}`, {
+        method: "POST",
+        headers: { "content-type": "application/grpc-web+proto", "grpc-timeout": timeout },
+        body: grpcFrame(body),
+      });
+      return { ...(await grpcWebStatus(res)), offers: await offers(sessionId) };
+    };
+    expect(await post("0m")).toMatchObject({ code: Code.DeadlineExceeded, offers: 0 });
+    expect(await post("x")).toEqual({
+      code: Code.InvalidArgument,
+      message: 'invalid grpc-timeout header "x"',
+      offers: 0,
+    });
+  });
+
+  test("Connect: connect-timeout-ms 0 is deadline_exceeded; a malformed one keeps its text", async () => {
+    const post = async (timeout: string) => {
+      const { sessionId, body } = await request();
+      const res = await fetch(`${server.url}${SUGGEST}`, {
+        method: "POST",
+        headers: { "content-type": "application/proto", "connect-timeout-ms": timeout },
+        body,
+      });
+      const json = (await res.json()) as { code: string; message: string };
+      return { status: res.status, ...json, offers: await offers(sessionId) };
+    };
+    expect(await post("0")).toMatchObject({
+      status: 504,
+      code: "deadline_exceeded",
+      offers: 0,
+    });
+    expect(await post("soon")).toEqual({
+      status: 400,
+      code: "invalid_argument",
+      message: "protocol error: invalid connect timeout value: soon",
+      offers: 0,
+    });
+  });
+
+  test("a deadline of 1 ms or more is served", async () => {
+    const { sessionId, body } = await request();
+    const answer = await rawGrpc(server.url, SUGGEST, body, { "grpc-timeout": "5000m" });
+    expect(answer.code).toBe(0);
+    expect(await offers(sessionId)).toBe(1);
+  });
 });

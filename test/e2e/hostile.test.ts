@@ -1,5 +1,6 @@
 import http2 from "node:http2";
 import { connect } from "node:net";
+import { brotliCompressSync, gzipSync } from "node:zlib";
 import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -10,6 +11,7 @@ import {
   SuggestionService,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { putSession, uniqueId } from "../support/harness.js";
+import { rawGrpcBody } from "../support/raw-grpc.js";
 import { useTestServer } from "../support/server-fixture.js";
 import { offer } from "../support/suggest.js";
 
@@ -53,6 +55,36 @@ describe("hostile input is answered cleanly and the server keeps serving", () =>
       JSON.stringify({ sessionId: "x".repeat(10 * 1024 * 1024) }),
     );
     expect(json.status).toBe(429);
+    await stillServing();
+  });
+
+  test("a compressed request that inflates past the size bound (a decompression bomb)", async () => {
+    // 8 MB of zeros: about 8 KB gzip-compressed, a few dozen bytes as brotli.
+    const zeros = Buffer.alloc(8 * 1024 * 1024);
+    for (const [name, packed] of [
+      ["gzip", gzipSync(zeros)],
+      ["br", brotliCompressSync(zeros)],
+    ] as const) {
+      const frame = Buffer.concat([Buffer.from([1, 0, 0, 0, 0]), packed]);
+      frame.writeUInt32BE(packed.length, 1);
+      const answer = await rawGrpcBody(
+        t.server.url,
+        "/oda.suggest.v1.SuggestionService/SuggestTask",
+        frame,
+        { "grpc-encoding": name },
+      );
+      expect({ name, code: Code[answer.code], message: answer.message }).toEqual({
+        name,
+        code: "ResourceExhausted",
+        message: "message is larger than configured readMaxBytes 262144 after decompression",
+      });
+      const res = await fetch(`${t.server.url}/oda.suggest.v1.SuggestionService/ListSuggestions`, {
+        method: "POST",
+        headers: { "content-type": "application/proto", "content-encoding": name },
+        body: packed,
+      });
+      expect({ name, status: res.status }).toEqual({ name, status: 429 });
+    }
     await stillServing();
   });
 

@@ -4,6 +4,9 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
+import { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import { callRefusals } from "../../server/pipeline/call-refusals.js";
+import { createTelemetry } from "../../server/pipeline/telemetry.js";
 import type { SuggestServer } from "../../server/server.js";
 import {
   type Clients,
@@ -109,5 +112,43 @@ describe("grpc.health.v1 reports SERVING only while Redis answers", () => {
     } finally {
       redis.remove();
     }
+  });
+});
+
+describe("a call its transport refused before the handler ran", () => {
+  test("is logged and counted with its RPC and code, once per hook, and no latency", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString().split("\n")) if (line) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const telemetry = createTelemetry(pino({ level: "info" }, sink));
+    const refuse = callRefusals({
+      hooks: [telemetry.hook],
+      defaultDeadlineMs: 1,
+      maxDeadlineMs: 1,
+    });
+    const method = SuggestionService.method.suggestTask;
+    refuse(method, new ConnectError("parse binary: premature EOF", Code.InvalidArgument));
+    refuse(method, new ConnectError("the operation timed out", Code.DeadlineExceeded));
+    const procedure = "/oda.suggest.v1.SuggestionService/SuggestTask";
+    expect(lines.map((l) => [l.msg, l.method, l.code])).toEqual([
+      ["call", procedure, "invalid_argument"],
+      ["call", procedure, "deadline_exceeded"],
+    ]);
+    const calls = await telemetry.registry.getSingleMetric("suggest_calls_total")?.get();
+    expect(calls?.values.map((v) => [v.labels.method, v.labels.code, v.value])).toEqual([
+      [procedure, "invalid_argument", 1],
+      [procedure, "deadline_exceeded", 1],
+    ]);
+    const latency = await telemetry.registry.getSingleMetricAsString(
+      "suggest_call_duration_seconds",
+    );
+    expect(latency).not.toContain("suggest_call_duration_seconds_count");
+    expect(await telemetry.registry.getSingleMetricAsString("suggest_starts_in_flight")).toMatch(
+      / 0$/,
+    );
   });
 });

@@ -19,10 +19,23 @@ export interface RawGrpcAnswer {
  * One unary binary gRPC call over HTTP/2 with bytes of the test's choosing (a message no
  * client would send), on a session of its own; `extra` adds request headers.
  */
-export async function rawGrpc(
+export function rawGrpc(
   url: string,
   path: string,
   message: Buffer,
+  extra: http2.OutgoingHttpHeaders = {},
+  options: http2.SecureClientSessionOptions = {},
+): Promise<RawGrpcAnswer> {
+  return rawGrpcBody(url, path, grpcFrame(message), extra, options);
+}
+
+/**
+ * The same with the request's body as given, frames and all (a compressed frame, say).
+ */
+export async function rawGrpcBody(
+  url: string,
+  path: string,
+  body: Buffer,
   extra: http2.OutgoingHttpHeaders = {},
   options: http2.SecureClientSessionOptions = {},
 ): Promise<RawGrpcAnswer> {
@@ -52,9 +65,46 @@ export async function rawGrpc(
         }),
       );
       stream.on("error", reject);
-      stream.end(grpcFrame(message));
+      stream.end(body);
     });
   } finally {
     session.close();
   }
+}
+
+/**
+ * The status of a gRPC-Web answer read whole: in its headers (trailers-only) or in its
+ * trailer frame (flag 0x80).
+ */
+export async function grpcWebStatus(res: Response): Promise<{ code: number; message: string }> {
+  const fromHeaders = res.headers.get("grpc-status");
+  if (fromHeaders !== null) {
+    return {
+      code: Number(fromHeaders),
+      message: decodeURIComponent(res.headers.get("grpc-message") ?? ""),
+    };
+  }
+  const body = Buffer.from(await res.arrayBuffer());
+  for (let at = 0; at + 5 <= body.length; ) {
+    const length = body.readUInt32BE(at + 1);
+    if (((body[at] as number) & 0x80) !== 0) {
+      const trailers = new Map(
+        body
+          .subarray(at + 5, at + 5 + length)
+          .toString()
+          .split("\r\n")
+          .filter((l) => l.includes(":"))
+          .map((l) => [
+            l.slice(0, l.indexOf(":")).trim().toLowerCase(),
+            l.slice(l.indexOf(":") + 1).trim(),
+          ]),
+      );
+      return {
+        code: Number(trailers.get("grpc-status")),
+        message: decodeURIComponent(trailers.get("grpc-message") ?? ""),
+      };
+    }
+    at += 5 + length;
+  }
+  return { code: -1, message: "no status" };
 }
