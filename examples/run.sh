@@ -1,26 +1,13 @@
 #!/usr/bin/env bash
 # Runs the Python and Go examples against a real service: installs the Debian packages a
-# fresh machine lacks (only those), starts the service as `npm start` does (its own
-# private redis-server, on a free port), once on the gRPC fast path and once with
-# GRPC_FAST_PATH=0, runs both examples against each, and stops it. Exits non-zero when
-# any example fails, i.e. when the service drifts from the contract.
+# fresh machine lacks (only those: examples/install-packages.sh), starts the service as
+# `npm start` does (its own private redis-server, on a free port), once on the gRPC fast
+# path and once with GRPC_FAST_PATH=0, runs both examples against each, and stops it. Exits
+# non-zero when any example fails, i.e. when the service drifts from the contract.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(
-  protobuf-compiler libprotobuf-dev protobuf-compiler-grpc python3-grpcio python3-protobuf
-  golang-go protoc-gen-go protoc-gen-go-grpc golang-google-grpc-dev
-  golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev golang-google-genproto-dev
-)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "examples: installing ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+examples/install-packages.sh
 
 work="$(mktemp -d)"
 server_pid=""
