@@ -17,7 +17,7 @@ import { closeWaitOn, openFilesOf } from "../support/process-files.js";
 import { offer } from "../support/suggest.js";
 import { churnH1Watches, churnWatches } from "../support/watch-churn.js";
 
-// A soak: for 75 s a few agents offer (each on a new connection every few offers) while
+// A soak: for 75 s a few agents offer (each round into a new chat, on a new connection) while
 // watchers open and cancel watches over HTTP/2 (past node's limit on reset streams, so
 // the service sends GOAWAYs) and HTTP/1.1, and a reader reconnects its watch. The
 // service's open files stay flat, and once the clients have left they are back to
