@@ -14,7 +14,7 @@ export const PROBE_MS = 2_000;
  * answers within a round trip) closes the session, which reads to the end again and
  * destroys the socket as soon as the client has closed it. A session that answers, or
  * that opens a stream meanwhile, is left alone. One ping at most is out at a time.
- * Pinned by test/e2e/socket-close.test.ts.
+ * Pinned by test/transport/reset-probe.test.ts and test/e2e/socket-close.test.ts.
  */
 export function probeAfterResets(session: Http2Session): void {
   let open = 0;
