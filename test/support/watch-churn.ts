@@ -28,6 +28,8 @@ export interface ChurnOptions {
   readonly sessionId: string;
   /** Extra request headers (a bearer token). */
   readonly headers?: http2.OutgoingHttpHeaders;
+  /** How each connection is opened (over TLS: the certificate to trust). */
+  readonly connect?: http2.SecureClientSessionOptions;
 }
 
 /**
@@ -46,7 +48,7 @@ export async function churnWatches(url: string, options: ChurnOptions): Promise<
   let started = 0;
   const current = (): http2.ClientHttp2Session => {
     if (session !== undefined && !session.closed && !session.destroyed) return session;
-    const opened = http2.connect(url);
+    const opened = http2.connect(url, options.connect ?? {});
     connections++;
     opened.on("error", () => {});
     opened.on("goaway", () => {
