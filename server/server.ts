@@ -19,6 +19,7 @@ import {
 } from "./pipeline/client-certs.js";
 import { JwtVerifier } from "./pipeline/jwt-verifier.js";
 import { createTelemetry, type Telemetry } from "./pipeline/telemetry.js";
+import { unauthenticatedStreamCap } from "./pipeline/unauthenticated-streams.js";
 import { logRedisOutages } from "./redis/outage-log.js";
 import { clusterEnabled, type RedisClient, subscriberConnection } from "./redis/redis-client.js";
 import { redact } from "./redis/redis-url.js";
@@ -241,8 +242,9 @@ function createParts(
     clientCerts,
   });
   const pipeline: PipelineOptions = {
-    // Telemetry first, so that it sees every call; auth before anything reads the request.
-    hooks: [telemetry.hook, bearerAuth(credentials)],
+    // Telemetry first, so that it sees every call; auth before anything reads the request;
+    // then the cap on streams open without a credential (health, reflection).
+    hooks: [telemetry.hook, bearerAuth(credentials), unauthenticatedStreamCap(credentials)],
     defaultDeadlineMs: settings.defaultDeadlineMs ?? defaultConfig.defaultDeadlineMs,
     // The cap on a unary call's own work; a longer caller's deadline is accepted.
     maxDeadlineMs: settings.maxTimeoutMs,

@@ -63,6 +63,14 @@ const GRANTS: Readonly<Record<Role, readonly string[]>> = {
 /** Services that need a credential at all. */
 const GUARDED_SERVICES = ["/oda.suggest.v1.SuggestionService/", ...GRANTS["host-admin"]];
 
+/**
+ * True when `procedure` needs a credential at all when credentials are configured; the
+ * services open to anyone (health, reflection) do not.
+ */
+export function needsCredential(procedure: string): boolean {
+  return GUARDED_SERVICES.some((prefix) => procedure.startsWith(prefix));
+}
+
 /** The refusal of a call without a valid credential. */
 const UNAUTHENTICATED = "a valid bearer token is required";
 
@@ -222,7 +230,7 @@ export function bearerAuth(settings: Credentials | AuthSettings | readonly Token
   };
   return {
     before(call) {
-      if (!GUARDED_SERVICES.some((prefix) => call.procedure.startsWith(prefix))) return undefined;
+      if (!needsCredential(call.procedure)) return undefined;
       const token = presentedToken(call.context.requestHeader.get("authorization"));
       if (token === undefined && credentials.acceptsCertificates) {
         const identity = call.context.values.get(clientIdentityKey);

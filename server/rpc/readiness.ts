@@ -38,24 +38,39 @@ export class Readiness {
   drain(): void {
     if (this.#draining) return;
     this.#draining = true;
-    for (const listener of [...this.#listeners]) listener();
+    this.#tell();
   }
 
   /**
    * Calls `listener` when `current()` may have changed: the drain begins, or the Redis
-   * connection's state changes. Answers what drops it.
+   * connection's state changes. Answers what drops it. However many listen (each open
+   * health Watch does), the Redis client and the store's condition carry one listener
+   * of this instance's, there while anyone listens and taken off when the last one
+   * leaves: shared emitters do not grow with the watchers.
    */
   onChange(listener: () => void): () => void {
-    const redis = this.#redis;
-    const condition = storeCondition(redis);
-    for (const e of REDIS_EVENTS) redis.on(e, listener);
-    condition.on("change", listener);
+    if (this.#listeners.size === 0) this.#follow(true);
     this.#listeners.add(listener);
     return () => {
-      for (const e of REDIS_EVENTS) redis.off(e, listener);
-      condition.off("change", listener);
-      this.#listeners.delete(listener);
+      if (this.#listeners.delete(listener) && this.#listeners.size === 0) this.#follow(false);
     };
+  }
+
+  /** Tells every listener that `current()` may have changed. */
+  readonly #tell = () => {
+    for (const listener of [...this.#listeners]) listener();
+  };
+
+  /** Puts this instance's one listener on Redis and the store's condition, or takes it off. */
+  #follow(on: boolean): void {
+    const redis = this.#redis;
+    const condition = storeCondition(redis);
+    for (const e of REDIS_EVENTS) {
+      if (on) redis.on(e, this.#tell);
+      else redis.off(e, this.#tell);
+    }
+    if (on) condition.on("change", this.#tell);
+    else condition.off("change", this.#tell);
   }
 
   /** Why it is not ready now, from what is known without asking Redis; undefined: ready. */

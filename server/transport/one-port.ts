@@ -10,6 +10,7 @@ import {
 } from "./connection-guard.js";
 import type { DualHandler, StreamHandler } from "./handler-types.js";
 import { withRequestBodyGuard } from "./request-deadline.js";
+import { probeAfterResets } from "./reset-probe.js";
 
 /** The client preface every HTTP/2 connection with prior knowledge opens with. */
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -102,6 +103,8 @@ function withBodyGuard(handler: DualHandler, limits: ClientLimits | undefined): 
  * refused (inside TLS when `tls` is given), `h1` (node's HTTP/1.1 server; for TLS the
  * TLS server, which serves HTTP/1.1 itself) checks its connections' timeouts, and every
  * session of `h2` is guarded (guardSession); the connections admitted go to `serve`.
+ * Every session of `h2` that stops reading after resets is closed (probeAfterResets), so
+ * that no socket outlives its connection.
  */
 function guardedPort(
   servers: {
@@ -112,6 +115,7 @@ function guardedPort(
   tls: http2.SecureServerOptions | undefined,
   serve: (socket: Socket) => void,
 ): Server {
+  servers.h2.on("session", probeAfterResets);
   if (limits !== undefined) {
     // node's HTTP/1.1 server starts checking its connections' header timeouts when it
     // listens; this one never does (the TCP server below listens), so it is told it does.
