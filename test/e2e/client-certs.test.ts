@@ -56,7 +56,7 @@ beforeAll(async () => {
     join(dir.dir, "client-certs.json"),
     JSON.stringify({
       [BACKEND_ID]: `agent app workspace:${WS_A}`,
-      "O=Example,CN=admin": "host-admin",
+      "O=Example,CN=admin": "host-admin workspace:*",
     }),
   );
 }, 30_000);
