@@ -1,6 +1,7 @@
 import { setMaxListeners } from "node:events";
 import { readFile } from "node:fs/promises";
 import { setTimeout as delay } from "node:timers/promises";
+import type { Redis } from "ioredis";
 import { pino } from "pino";
 import { Gauge } from "prom-client";
 import { ConfigError, defaultConfig } from "./config.js";
@@ -18,6 +19,7 @@ import {
 } from "./pipeline/client-certs.js";
 import { JwtVerifier } from "./pipeline/jwt-verifier.js";
 import { createTelemetry, type Telemetry } from "./pipeline/telemetry.js";
+import { AnswerWatch } from "./redis/answer-watch.js";
 import { logRedisOutages } from "./redis/outage-log.js";
 import { clusterEnabled, type RedisClient, subscriberConnection } from "./redis/redis-client.js";
 import { redact } from "./redis/redis-url.js";
@@ -189,6 +191,7 @@ async function refuseUnfitStore(parts: Parts, settings: ServerSettings): Promise
 
 /** Closes what `createParts` opened: the watchers, Redis, the log's flushing. */
 async function closeParts(parts: Parts): Promise<void> {
+  parts.stopAnswerWatch();
   await parts.watchHub.close();
   await parts.pubsub.close();
   parts.stopOutageLog();
@@ -209,6 +212,8 @@ type Parts = RoutesDeps & {
   readonly pubsub: PubSub;
   readonly readiness: Readiness;
   readonly stopOutageLog: () => void;
+  /** Stops asking whether a single Redis answers (redis/answer-watch.ts). */
+  readonly stopAnswerWatch: () => void;
   /** Stops the eviction policy's checks and the disk's (redis/store-checks.ts). */
   readonly stopStoreWatch: () => void;
   readonly stopLogFlush: () => void;
@@ -235,6 +240,7 @@ function createParts(
     telemetry.redisErrors.inc();
   });
   const stopOutageLog = logRedisOutages(redis, redact(settings.redisUrl), telemetry.logger);
+  const answers = redis.isCluster ? undefined : watchAnswers(redis as Redis, telemetry);
   const stopStoreWatch = watchStore(redis, telemetry);
   const credentials = new Credentials({
     tokens: settings.authTokens ?? [],
@@ -259,7 +265,7 @@ function createParts(
   );
   // One subscriber connection for every watcher and every Start waiting on a lock of
   // this instance (test/e2e/watch-scale.test.ts, test/rpc/start-concurrency.test.ts).
-  const pubsub = new PubSub(() => subscriberConnection(redis));
+  const pubsub = createPubSub(redis, answers, telemetry);
   const watchHub = new WatchHub(store, pubsub);
   new Gauge({
     name: "suggest_watchers",
@@ -293,8 +299,47 @@ function createParts(
     ...{ telemetry, redis, store, host, embeddedHost, watchHub, startLocks, pipeline },
     startInOneScript: embeddedHost !== undefined && singleRedisScripts,
     ...{ pubsub, stopOutageLog, stopStoreWatch, stopLogFlush, singleRedisScripts, credentials },
+    stopAnswerWatch: () => answers?.stop(),
     readiness: new Readiness(redis),
   };
+}
+
+/**
+ * The instance's subscriber (store/pubsub.ts): a single Redis's followed by the answer
+ * watch, its errors and failed re-subscriptions counted and logged.
+ */
+function createPubSub(
+  redis: RedisClient,
+  answers: AnswerWatch | undefined,
+  telemetry: Telemetry,
+): PubSub {
+  return new PubSub(
+    () => {
+      const subscriber = subscriberConnection(redis);
+      if (!subscriber.isCluster) answers?.follow(subscriber as Redis);
+      return subscriber;
+    },
+    (err, what) => {
+      telemetry.redisErrors.inc();
+      // A lost connection is the command client's outage too, logged once there.
+      if (what === "subscriber") telemetry.logger.debug({ err }, "Redis subscriber error");
+      else telemetry.logger.warn({ err }, `Redis ${what} failed; tried again`);
+    },
+  );
+}
+
+/**
+ * The answer watch of a single Redis (redis/answer-watch.ts), told to telemetry: its
+ * probe's errors counted as the client's, each turn logged.
+ */
+function watchAnswers(redis: Redis, telemetry: Telemetry): AnswerWatch {
+  const answers = new AnswerWatch(redis);
+  answers.on("error", () => telemetry.redisErrors.inc());
+  answers.on("down", (down) => {
+    if (down) telemetry.logger.warn("Redis does not answer: its connections are made again");
+    else telemetry.logger.info("Redis answers again: its connections are made again");
+  });
+  return answers;
 }
 
 /**
