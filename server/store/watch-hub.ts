@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { SuggestionLists } from "../domain/fold.js";
 import { INBOX_PAGE_SIZE_DEFAULT } from "../domain/inbox-page.js";
+import { isRedisFailure } from "../redis/store-condition.js";
 import { HeartbeatClock } from "./heartbeat-clock.js";
 import { sessionKeys, workspaceKeys } from "./keys.js";
 import type { ChannelListener, PubSub } from "./pubsub.js";
@@ -101,8 +102,9 @@ export class WatchHub {
    * client left, the deadline passed, the server shuts down) or the hub closes, which
    * end it (as the signal's reason tells, rpc/watched-stream.ts), or the hub closes,
    * which fails it UNAVAILABLE (`shuttingDown`). A Redis failure before its first lists
-   * ends it with UNAVAILABLE; after them, Redis is read again for up to `RIDE_OUT_MS`
-   * (the log is the truth: nothing changed meanwhile is missed) before it ends so. With `heartbeatMs`, HEARTBEAT comes at that interval while nothing changes.
+   * ends it with UNAVAILABLE; after them, a Redis that does not answer is read again for
+   * up to `RIDE_OUT_MS` (the log is the truth: nothing changed meanwhile is missed)
+   * before it ends so. With `heartbeatMs`, HEARTBEAT comes at that interval while nothing changes.
    */
   watch(sessionId: string, signal: AbortSignal): Watch<SuggestionLists>;
   watch(
@@ -246,9 +248,11 @@ export class WatchHub {
           // A session: O(offers) through the projection, however long its history.
           snapshot = await session.read();
         } catch (err) {
-          // A watch not answered yet fails at once: its client learns Redis is down.
+          // A watch not answered yet fails at once (its client learns Redis is down), as
+          // does one whose read failed for another reason than Redis not answering.
           failingSince ??= Date.now();
-          if (!session.readOnce || Date.now() - failingSince > RIDE_OUT_MS) throw err;
+          if (!session.readOnce || !isRedisFailure(err)) throw err;
+          if (Date.now() - failingSince > RIDE_OUT_MS) throw err;
           session.again = true;
           await new Promise((resolve) => setTimeout(resolve, READ_AGAIN_MS));
           continue;
