@@ -330,15 +330,15 @@ function createPubSub(
 
 /**
  * The answer watch of a single Redis (redis/answer-watch.ts), told to telemetry: its
- * probe's errors counted as the client's, each turn logged.
+ * probe's errors counted as the client's, each connection it makes again logged.
  */
 function watchAnswers(redis: Redis, telemetry: Telemetry): AnswerWatch {
   const answers = new AnswerWatch(redis);
-  answers.on("error", () => telemetry.redisErrors.inc());
-  answers.on("down", (down) => {
-    if (down) telemetry.logger.warn("Redis does not answer: its connections are made again");
-    else telemetry.logger.info("Redis answers again: its connections are made again");
-  });
+  answers.on("probeError", () => telemetry.redisErrors.inc());
+  // The turns themselves are logged as the store's problem `unanswered` (watchStore).
+  answers.on("recycled", (why) =>
+    telemetry.logger.info(`${why}: a connection to it is made again`),
+  );
   return answers;
 }
 

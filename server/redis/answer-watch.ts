@@ -18,8 +18,8 @@ export interface AnswerWatchEvents {
   down: [boolean];
   /** A connection was closed so that it is made again; why. */
   recycled: [string];
-  /** An error of the probe's own connection. */
-  error: [Error];
+  /** An error of the probe's own connection (not `error`: nobody need listen). */
+  probeError: [Error];
 }
 
 /**
@@ -36,9 +36,9 @@ export interface AnswerWatchEvents {
  * - the followed connections (the command client, the subscriber) are closed, the
  *   commands waiting on them failed (UNAVAILABLE: their outcome is unknown, and every
  *   write is idempotent), and made again, so that nothing waits on a silent socket;
- *   while Redis does not answer, the
- *   client queues no command (each fails at once, UNAVAILABLE) and the store condition
- *   holds `unanswered` (readiness NOT_SERVING, rpc/readiness.ts);
+ *   while Redis does not answer, the client queues no command (each fails at once,
+ *   UNAVAILABLE) and the store condition holds `unanswered` (readiness NOT_SERVING,
+ *   rpc/readiness.ts);
  * - at the first PING answered again, the followed connections are closed and made
  *   again once more (to the server that answers now: the ones made meanwhile may hang on
  *   the old one), commands queue again until they are ready, and the problem is gone.
@@ -71,7 +71,7 @@ export class AnswerWatch extends EventEmitter<AnswerWatchEvents> {
       commandTimeout: PROBE_TIMEOUT_MS,
       retryStrategy: () => 100,
     });
-    this.#probe.on("error", (err: Error) => this.emit("error", err));
+    this.#probe.on("error", (err: Error) => this.emit("probeError", err));
     this.#followed.add(client);
     this.#schedule(0);
   }
@@ -84,11 +84,6 @@ export class AnswerWatch extends EventEmitter<AnswerWatchEvents> {
   /** Closes and makes again `connection` too whenever Redis stops or starts answering. */
   follow(connection: Redis): void {
     this.#followed.add(connection);
-  }
-
-  /** Follows `connection` no more (it is closed for good). */
-  unfollow(connection: Redis): void {
-    this.#followed.delete(connection);
   }
 
   /** Stops the probe and closes its connection. */
