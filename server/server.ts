@@ -19,17 +19,16 @@ import {
 } from "./pipeline/client-certs.js";
 import { JwtVerifier } from "./pipeline/jwt-verifier.js";
 import { createTelemetry, type Telemetry } from "./pipeline/telemetry.js";
-import { AnswerWatch } from "./redis/answer-watch.js";
 import { logRedisOutages } from "./redis/outage-log.js";
-import { clusterEnabled, type RedisClient, subscriberConnection } from "./redis/redis-client.js";
+import { clusterEnabled, type RedisClient } from "./redis/redis-client.js";
 import { redact } from "./redis/redis-url.js";
-import { storeProblem, watchEvictionPolicy } from "./redis/store-checks.js";
-import { type StoreRefusal, storeCondition } from "./redis/store-condition.js";
+import { storeProblem } from "./redis/store-checks.js";
+import { createPubSub, watchAnswers, watchStore } from "./redis-telemetry.js";
 import { buildServices, type RoutesDeps, routesOf } from "./routes.js";
 import { Readiness } from "./rpc/readiness.js";
 import { serverIdentityHeaders } from "./server-identity.js";
 import type { ServerSettings } from "./server-settings.js";
-import { PubSub } from "./store/pubsub.js";
+import type { PubSub } from "./store/pubsub.js";
 import { createRedisClient } from "./store/scripts.js";
 import { StartLocks } from "./store/start-locks.js";
 import { SuggestionStore } from "./store/suggestion-store.js";
@@ -305,44 +304,6 @@ function createParts(
 }
 
 /**
- * The instance's subscriber (store/pubsub.ts): a single Redis's followed by the answer
- * watch, its errors and failed re-subscriptions counted and logged.
- */
-function createPubSub(
-  redis: RedisClient,
-  answers: AnswerWatch | undefined,
-  telemetry: Telemetry,
-): PubSub {
-  return new PubSub(
-    () => {
-      const subscriber = subscriberConnection(redis);
-      if (!subscriber.isCluster) answers?.follow(subscriber as Redis);
-      return subscriber;
-    },
-    (err, what) => {
-      telemetry.redisErrors.inc();
-      // A lost connection is the command client's outage too, logged once there.
-      if (what === "subscriber") telemetry.logger.debug({ err }, "Redis subscriber error");
-      else telemetry.logger.warn({ err }, `Redis ${what} failed; tried again`);
-    },
-  );
-}
-
-/**
- * The answer watch of a single Redis (redis/answer-watch.ts), told to telemetry: its
- * probe's errors counted as the client's, each connection it makes again logged.
- */
-function watchAnswers(redis: Redis, telemetry: Telemetry): AnswerWatch {
-  const answers = new AnswerWatch(redis);
-  answers.on("probeError", () => telemetry.redisErrors.inc());
-  // The turns themselves are logged as the store's problem `unanswered` (watchStore).
-  answers.on("recycled", (why) =>
-    telemetry.logger.info(`${why}: a connection to it is made again`),
-  );
-  return answers;
-}
-
-/**
  * Why the service must not start on its Redis (redis/store-checks.ts `storeProblem`), or
  * undefined; a Redis that does not answer yet is let pass (calls answer UNAVAILABLE, and
  * the eviction policy is checked once it answers).
@@ -357,33 +318,4 @@ async function storeProblemAtStart(
     return undefined;
   }
   return storeProblem(redis, settings.redisWaitReplicas ?? defaultConfig.redisWaitReplicas);
-}
-
-/**
- * The store's condition told to telemetry and logs: each refused write counted by kind,
- * each problem that makes the service not ready (an evicting policy found on a
- * reconnection, a disk that refuses writes) logged when it comes and when it goes.
- */
-function watchStore(redis: RedisClient, telemetry: Telemetry): () => void {
-  const condition = storeCondition(redis);
-  const stopEvictionChecks = watchEvictionPolicy(redis);
-  const onRefused = (refusal: StoreRefusal) => telemetry.storeRefusals.inc({ kind: refusal.kind });
-  let logged = new Map<string, string>();
-  const onChange = () => {
-    for (const [name, description] of condition.problems) {
-      if (logged.get(name) !== description) telemetry.logger.error({ problem: name }, description);
-    }
-    for (const name of logged.keys()) {
-      if (!condition.problems.has(name)) telemetry.logger.info({ problem: name }, "resolved");
-    }
-    logged = new Map(condition.problems);
-  };
-  condition.on("refused", onRefused);
-  condition.on("change", onChange);
-  return () => {
-    stopEvictionChecks();
-    condition.off("refused", onRefused);
-    condition.off("change", onChange);
-    condition.close();
-  };
 }
