@@ -62,11 +62,14 @@ const CONNECTION_FAILURES: readonly RegExp[] = [
 
 /**
  * Whether `err` is a Redis client's failure: no answer (a connection closed, hanging or
- * being made again), or Redis's own error reply. Whichever call it came through (the
- * embedded chat host keeps its chats in the same Redis), it is the suggestion store
- * that failed (rpc/errors.ts `dependencyError`).
+ * being made again), Redis's own error reply, or a write its replicas did not confirm
+ * (as while a promoted replica's own replicas catch up). Whichever call it came through
+ * (the embedded chat host keeps its chats in the same Redis), it is the suggestion
+ * store that failed (rpc/errors.ts `dependencyError`); a watch rides it out
+ * (store/watch-hub.ts).
  */
 export function isRedisFailure(err: unknown): boolean {
+  if (err instanceof WriteNotConfirmedError) return true;
   if (!(err instanceof Error)) return false;
   if (err.name === "ReplyError" || err.name === "MaxRetriesPerRequestError") return true;
   return CONNECTION_FAILURES.some((failure) => failure.test(err.message));

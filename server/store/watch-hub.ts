@@ -249,7 +249,8 @@ export class WatchHub {
           snapshot = await session.read();
         } catch (err) {
           // A watch not answered yet fails at once (its client learns Redis is down), as
-          // does one whose read failed for another reason than Redis not answering.
+          // does one whose read failed for another reason than Redis not answering (or
+          // not confirming the projection a read writes).
           failingSince ??= Date.now();
           if (!session.readOnce || !isRedisFailure(err)) throw err;
           if (Date.now() - failingSince > RIDE_OUT_MS) throw err;
