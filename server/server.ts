@@ -1,6 +1,7 @@
 import { setMaxListeners } from "node:events";
 import { readFile } from "node:fs/promises";
 import { setTimeout as delay } from "node:timers/promises";
+import type { Redis } from "ioredis";
 import { pino } from "pino";
 import { ConfigError, defaultConfig } from "./config.js";
 import { type ChatHost, createRemoteChatHost } from "./host/chat-host.js";
@@ -21,15 +22,15 @@ import { JwtVerifier } from "./pipeline/jwt-verifier.js";
 import { createTelemetry, type Telemetry } from "./pipeline/telemetry.js";
 import { unauthenticatedStreamCap } from "./pipeline/unauthenticated-streams.js";
 import { logRedisOutages } from "./redis/outage-log.js";
-import { clusterEnabled, type RedisClient, subscriberConnection } from "./redis/redis-client.js";
+import { clusterEnabled, type RedisClient } from "./redis/redis-client.js";
 import { redact } from "./redis/redis-url.js";
-import { storeProblem, watchEvictionPolicy } from "./redis/store-checks.js";
-import { type StoreRefusal, storeCondition } from "./redis/store-condition.js";
+import { storeProblem } from "./redis/store-checks.js";
+import { createPubSub, watchAnswers, watchStore } from "./redis-telemetry.js";
 import { buildServices, type RoutesDeps, routesOf } from "./routes.js";
 import { Readiness } from "./rpc/readiness.js";
 import { serverIdentityHeaders } from "./server-identity.js";
 import type { ServerSettings } from "./server-settings.js";
-import { PubSub } from "./store/pubsub.js";
+import type { PubSub } from "./store/pubsub.js";
 import { createRedisClient } from "./store/scripts.js";
 import { StartLocks } from "./store/start-locks.js";
 import { SuggestionStore } from "./store/suggestion-store.js";
@@ -189,6 +190,7 @@ async function refuseUnfitStore(parts: Parts, settings: ServerSettings): Promise
 
 /** Closes what `createParts` opened: the watchers, Redis, the log's flushing. */
 async function closeParts(parts: Parts): Promise<void> {
+  parts.stopAnswerWatch();
   await parts.watchHub.close();
   await parts.pubsub.close();
   parts.stopOutageLog();
@@ -209,12 +211,36 @@ type Parts = RoutesDeps & {
   readonly pubsub: PubSub;
   readonly readiness: Readiness;
   readonly stopOutageLog: () => void;
+  /** Stops asking whether a single Redis answers (redis/answer-watch.ts). */
+  readonly stopAnswerWatch: () => void;
   /** Stops the eviction policy's checks and the disk's (redis/store-checks.ts). */
   readonly stopStoreWatch: () => void;
   readonly stopLogFlush: () => void;
   /** SINGLE_REDIS_SCRIPTS asked for, on a client of a single Redis. */
   readonly singleRedisScripts: boolean;
 };
+
+/**
+ * The Redis client and what watches it: every error counted (none ends the process), its
+ * outages logged, whether a single Redis answers (redis/answer-watch.ts), and the store's
+ * condition (eviction policy, disk).
+ */
+function redisParts(settings: ServerSettings, telemetry: Telemetry) {
+  const redis = createRedisClient(settings.redisUrl, {
+    replicas: settings.redisWaitReplicas ?? defaultConfig.redisWaitReplicas,
+    timeoutMs: settings.redisWaitTimeoutMs ?? defaultConfig.redisWaitTimeoutMs,
+  });
+  redis.on("error", () => {
+    // Connection errors surface on the calls that need Redis, as UNAVAILABLE.
+    telemetry.redisErrors.inc();
+  });
+  return {
+    redis,
+    stopOutageLog: logRedisOutages(redis, redact(settings.redisUrl), telemetry.logger),
+    answers: redis.isCluster ? undefined : watchAnswers(redis as Redis, telemetry),
+    stopStoreWatch: watchStore(redis, telemetry),
+  };
+}
 
 /** Telemetry, Redis, the store, the chat host, the watch hub, the start locks, the pipeline. */
 function createParts(
@@ -226,16 +252,7 @@ function createParts(
   const telemetry = createTelemetry(
     settings.logger ?? pino({ level: settings.logLevel ?? defaultConfig.logLevel }, logOut?.stream),
   );
-  const redis = createRedisClient(settings.redisUrl, {
-    replicas: settings.redisWaitReplicas ?? defaultConfig.redisWaitReplicas,
-    timeoutMs: settings.redisWaitTimeoutMs ?? defaultConfig.redisWaitTimeoutMs,
-  });
-  redis.on("error", () => {
-    // Connection errors surface on the calls that need Redis, as UNAVAILABLE.
-    telemetry.redisErrors.inc();
-  });
-  const stopOutageLog = logRedisOutages(redis, redact(settings.redisUrl), telemetry.logger);
-  const stopStoreWatch = watchStore(redis, telemetry);
+  const { redis, stopOutageLog, answers, stopStoreWatch } = redisParts(settings, telemetry);
   const credentials = new Credentials({
     tokens: settings.authTokens ?? [],
     jwt: settings.authJwt === undefined ? undefined : new JwtVerifier(settings.authJwt),
@@ -260,7 +277,7 @@ function createParts(
   );
   // One subscriber connection for every watcher and every Start waiting on a lock of
   // this instance (test/e2e/watch-scale.test.ts, test/rpc/start-concurrency.test.ts).
-  const pubsub = new PubSub(() => subscriberConnection(redis));
+  const pubsub = createPubSub(redis, answers, telemetry);
   const watchHub = new WatchHub(store, pubsub);
   const readiness = new Readiness(redis);
   const metrics = instanceMetrics(telemetry.registry, {
@@ -296,6 +313,7 @@ function createParts(
     ...{ telemetry, redis, store, host, embeddedHost, watchHub, startLocks, pipeline },
     startInOneScript: embeddedHost !== undefined && singleRedisScripts,
     ...{ pubsub, stopOutageLog, stopStoreWatch, stopLogFlush, singleRedisScripts, credentials },
+    stopAnswerWatch: () => answers?.stop(),
     readiness,
   };
 }
@@ -315,33 +333,4 @@ async function storeProblemAtStart(
     return undefined;
   }
   return storeProblem(redis, settings.redisWaitReplicas ?? defaultConfig.redisWaitReplicas);
-}
-
-/**
- * The store's condition told to telemetry and logs: each refused write counted by kind,
- * each problem that makes the service not ready (an evicting policy found on a
- * reconnection, a disk that refuses writes) logged when it comes and when it goes.
- */
-function watchStore(redis: RedisClient, telemetry: Telemetry): () => void {
-  const condition = storeCondition(redis);
-  const stopEvictionChecks = watchEvictionPolicy(redis);
-  const onRefused = (refusal: StoreRefusal) => telemetry.storeRefusals.inc({ kind: refusal.kind });
-  let logged = new Map<string, string>();
-  const onChange = () => {
-    for (const [name, description] of condition.problems) {
-      if (logged.get(name) !== description) telemetry.logger.error({ problem: name }, description);
-    }
-    for (const name of logged.keys()) {
-      if (!condition.problems.has(name)) telemetry.logger.info({ problem: name }, "resolved");
-    }
-    logged = new Map(condition.problems);
-  };
-  condition.on("refused", onRefused);
-  condition.on("change", onChange);
-  return () => {
-    stopEvictionChecks();
-    condition.off("refused", onRefused);
-    condition.off("change", onChange);
-    condition.close();
-  };
 }

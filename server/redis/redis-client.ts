@@ -9,7 +9,10 @@ export type RedisClient = Redis | Cluster;
 /**
  * Client settings chosen so that a call never hangs on a Redis that is down: a command
  * fails after one reconnection attempt (and the handler answers UNAVAILABLE) instead of
- * waiting in the offline queue. Commands that were sent but not answered are re-sent
+ * waiting in the offline queue. Reconnection attempts come at most `RECONNECT_MOST_MS`
+ * apart, however long the outage, so that a Redis back (or another one behind the same
+ * address) is served again within that; a connection that hangs rather than fails is
+ * the answer watch's (redis/answer-watch.ts). Commands that were sent but not answered are re-sent
  * after a reconnect (ioredis's default); every script is idempotent for that reason.
  * No auto-pipelining: the connection's writes are batched per event-loop turn instead
  * (`batchWritesPerTurn`).
@@ -19,7 +22,14 @@ export const defaultRedisOptions: Readonly<RedisOptions> = Object.freeze({
   connectTimeout: 2_000,
   commandTimeout: 5_000,
   enableAutoPipelining: false,
+  retryStrategy: (times: number) => Math.min(times * 50, RECONNECT_MOST_MS),
+  // A connection closed on purpose (redis/answer-watch.ts) that the other side does not
+  // close too (a host that vanished answers nothing, not even that) is dropped after this.
+  disconnectTimeout: 100,
 });
+
+/** The longest wait between two attempts to connect again to a single Redis. */
+export const RECONNECT_MOST_MS = 200;
 
 /**
  * Cluster settings with the same aim. A command for the slots of a primary that does
@@ -158,7 +168,7 @@ function holdCallsOnlyUntilReady(cluster: Cluster): void {
 
 /**
  * The client for SSUBSCRIBE beside `client`: a duplicate of a single Redis (it emits
- * `ready` after every reconnection and subscribes again by itself), or, for a cluster, a
+ * `ready` after every reconnection, and store/pubsub.ts subscribes it again), or, for a cluster, a
  * duplicate of the cluster client with ioredis's sharded subscribers: a SSUBSCRIBE goes
  * to a connection of the primary that owns the channel's slot, opened at the first
  * channel of that primary, so an instance holds at most one subscriber connection per
@@ -166,7 +176,9 @@ function holdCallsOnlyUntilReady(cluster: Cluster): void {
  * when a slot moves or a primary fails over is store/pubsub.ts's.
  */
 export function subscriberConnection(client: RedisClient): Redis | Cluster {
-  if (client instanceof Redis) return client.duplicate(SUBSCRIBER_OPTIONS);
+  // Subscribed again by store/pubsub.ts, which handles a failure and resyncs after it.
+  if (client instanceof Redis)
+    return client.duplicate({ ...SUBSCRIBER_OPTIONS, autoResubscribe: false });
   const redisOptions = client.options.redisOptions ?? {};
   return client.duplicate([], {
     ...SUBSCRIBER_OPTIONS,
@@ -184,8 +196,18 @@ export function subscriberConnection(client: RedisClient): Redis | Cluster {
  * connection already marked as subscribed, have it refused ("only subscriber commands
  * may be used") and reject every SUBSCRIBE waiting with it, failing the watchers of
  * those sessions. Seen with 10,000 watchers opening under load (bench/watch-load.ts).
+ *
+ * No client name or library info either: without a ready check, ioredis marks the
+ * connection ready once those commands are answered or failed, even when the socket
+ * closed meanwhile (an address that accepts and then drops the connection, as a proxy
+ * in front of a Redis that is down does), and the client then stays "ready" on a closed
+ * socket for good, never connecting again. With no such commands it is ready at once.
  */
-const SUBSCRIBER_OPTIONS = Object.freeze({ enableAutoPipelining: false, enableReadyCheck: false });
+const SUBSCRIBER_OPTIONS = Object.freeze({
+  enableAutoPipelining: false,
+  enableReadyCheck: false,
+  disableClientInfo: true,
+});
 
 /**
  * Whether the Redis that `client` reaches runs with `cluster-enabled yes` (`INFO

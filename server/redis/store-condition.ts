@@ -50,6 +50,31 @@ export function storeRefusal(err: unknown): StoreRefusal | undefined {
   return undefined;
 }
 
+/** What ioredis says when a command got no answer: the connection, not Redis, failed. */
+const CONNECTION_FAILURES: readonly RegExp[] = [
+  /^Connection is closed\.$/,
+  /^Command timed out$/,
+  /^Stream isn't writeable/,
+  /^Ready check failed/,
+  /^Reached the max retries per request limit/,
+  /^Command aborted due to connection close$/,
+];
+
+/**
+ * Whether `err` is a Redis client's failure: no answer (a connection closed, hanging or
+ * being made again), Redis's own error reply, or a write its replicas did not confirm
+ * (as while a promoted replica's own replicas catch up). Whichever call it came through
+ * (the embedded chat host keeps its chats in the same Redis), it is the suggestion
+ * store that failed (rpc/errors.ts `dependencyError`); a watch rides it out
+ * (store/watch-hub.ts).
+ */
+export function isRedisFailure(err: unknown): boolean {
+  if (err instanceof WriteNotConfirmedError) return true;
+  if (!(err instanceof Error)) return false;
+  if (err.name === "ReplyError" || err.name === "MaxRetriesPerRequestError") return true;
+  return CONNECTION_FAILURES.some((failure) => failure.test(err.message));
+}
+
 /**
  * The conditions of one client's Redis that make the service not ready while Redis still
  * answers: an evicting `maxmemory-policy` found on a reconnection (store-checks.ts `watchEvictionPolicy`), a

@@ -18,7 +18,7 @@ import {
   type Refusal,
   type RefusingTool,
 } from "../domain/refusals.js";
-import { storeRefusal } from "../redis/store-condition.js";
+import { isRedisFailure, storeRefusal } from "../redis/store-condition.js";
 
 /**
  * The one module that turns failures into `ConnectError`s with typed details, as
@@ -91,14 +91,21 @@ const DEPENDENCY_DOWN: ReadonlySet<Code> = new Set([
  * ConnectError that is the dependency's answer (NOT_FOUND, PERMISSION_DENIED, ...)
  * passes through; anything else (a connection refused or closed, a call or command timed
  * out, ioredis's retries exhausted, a remote host's INTERNAL) is UNAVAILABLE, with the
- * original as `cause` for logs and never in the message.
+ * original as `cause` for logs and never in the message. A failure names what failed:
+ * Redis failing under a host call (the embedded host's chats are in Redis) is the
+ * suggestion store's, as is a store failure already mapped.
  */
 export function dependencyError(err: unknown, what: string): ConnectError {
   if (err instanceof ConnectError && !DEPENDENCY_DOWN.has(err.code)) return err;
   const refused = refusedWrite(err);
   if (refused !== undefined) return refused;
-  return new ConnectError(`${what} is unavailable`, Code.Unavailable, undefined, undefined, err);
+  if (err instanceof ConnectError && err.rawMessage === STORE_UNAVAILABLE) return err;
+  const failed = isRedisFailure(err) ? STORE_UNAVAILABLE : `${what} is unavailable`;
+  return new ConnectError(failed, Code.Unavailable, undefined, undefined, err);
 }
+
+/** The message of a call that failed for want of Redis. */
+const STORE_UNAVAILABLE = "the suggestion store is unavailable";
 
 /** The message of an out-of-memory refusal, whichever part of the service wrote. */
 export const OUT_OF_MEMORY = "the suggestion store is out of memory";

@@ -39,9 +39,12 @@ export function lostShardChannel(err: unknown): string | undefined {
  * reference: a channel is subscribed while it has at least one listener and
  * unsubscribed when the last one leaves.
  *
- * On a single Redis that is one connection, which ioredis subscribes again after a
- * reconnection; then every listener is told to resync, after the subscriptions, so no
- * change falls between the two (test/rpc/watch.test.ts restarts Redis under watchers).
+ * On a single Redis that is one connection. After every reconnection (Redis restarted,
+ * replaced behind the same address, or a silent connection dropped by the answer watch,
+ * redis/answer-watch.ts) every channel is subscribed again by this class, not by
+ * ioredis (whose own re-subscribe leaves a failure unhandled), retried until it holds,
+ * and every listener is then told to resync, after the subscriptions, so no change falls
+ * between the two (test/e2e/redis-swap.test.ts).
  *
  * On a cluster, ioredis's sharded subscribers (`shardedSubscribers`) hold one connection
  * per primary that owns a watched channel's slot, and a message stays in its shard. A
@@ -59,14 +62,23 @@ export class PubSub {
   /** Channels of a cluster to subscribe again, and whether a pass over them is on. */
   readonly #lost = new Set<string>();
   #resubscribing = false;
+  /** Ends the wait before the next try at once (the connection is ready again). */
+  #wake: (() => void) | undefined;
+  readonly #onError: (err: unknown, what: string) => void;
 
   /**
    * @param connect makes the subscriber connection, opened at the first listener; the
    *   server passes `subscriberConnection(client)` (a duplicate of a single Redis, or a
    *   cluster client with sharded subscribers).
+   * @param onError told every error of the subscriber and every failed try to subscribe
+   *   a channel again (the server logs and counts them); none ends anything.
    */
-  constructor(connect: () => Redis | Cluster) {
+  constructor(
+    connect: () => Redis | Cluster,
+    onError: (err: unknown, what: string) => void = () => {},
+  ) {
     this.#connect = connect;
+    this.#onError = onError;
   }
 
   /** Channels with at least one listener. */
@@ -120,8 +132,9 @@ export class PubSub {
   #connection(): Redis | Cluster {
     if (this.#subscriber !== undefined) return this.#subscriber;
     const subscriber = this.#connect();
-    subscriber.on("error", () => {
+    subscriber.on("error", (err: unknown) => {
       // A lost connection is retried by ioredis; what it cost is read again below.
+      this.#onError(err, "subscriber");
     });
     subscriber.on("smessage", (channel: string, message: string) => {
       for (const listener of this.#channels.get(channel)?.listeners ?? []) {
@@ -134,33 +147,13 @@ export class PubSub {
     return subscriber;
   }
 
-  /** A single Redis: after every reconnection but the first, subscribed again, then resync. */
+  /** A single Redis: after every reconnection but the first, every channel subscribed again. */
   #watchReconnections(subscriber: Redis): void {
     let connectedBefore = false;
     subscriber.on("ready", () => {
-      if (!connectedBefore) {
-        connectedBefore = true;
-        return;
-      }
-      // ioredis subscribes again right after this event; subscribing once more
-      // (harmless) and waiting for the answer puts the resyncs after the subscriptions.
-      setImmediate(() => this.#resubscribe(subscriber));
+      if (connectedBefore) this.#lose(this.#channels.keys());
+      connectedBefore = true;
     });
-  }
-
-  #resubscribe(subscriber: Redis): void {
-    const channels = [...this.#channels.keys()];
-    if (channels.length === 0) return;
-    subscriber.ssubscribe(...channels).then(
-      () => {
-        for (const entry of this.#channels.values()) {
-          for (const listener of entry.listeners) listener.resync();
-        }
-      },
-      () => {
-        // Lost again: the next "ready" resyncs.
-      },
-    );
   }
 
   /**
@@ -187,33 +180,39 @@ export class PubSub {
 
   #lose(channels: Iterable<string>): void {
     for (const channel of channels) this.#lost.add(channel);
+    // A try waiting for its turn goes now: the connection may be back.
+    this.#wake?.();
     if (this.#lost.size === 0 || this.#resubscribing) return;
     this.#resubscribing = true;
-    void this.#resubscribeShards(this.#subscriber as Cluster);
+    void this.#resubscribeLost(this.#subscriber as Redis | Cluster);
   }
 
   /**
-   * Subscribes the lost channels again until each holds: the slot map asked again first
-   * (the slot may have moved), each channel unsubscribed and subscribed on its slot's
-   * primary now, then its listeners resync. After a try that fails the next one waits
-   * a little longer.
+   * Subscribes the lost channels again until each holds, then its listeners resync. On
+   * a cluster the slot map is asked again first (the slot may have moved) and each
+   * channel unsubscribed and subscribed on its slot's primary now. After a try that
+   * fails the next one waits a little longer, unless the connection is ready again.
    */
-  async #resubscribeShards(subscriber: Cluster): Promise<void> {
+  async #resubscribeLost(subscriber: Redis | Cluster): Promise<void> {
     let wait = RESUBSCRIBE_FIRST_MS;
+    const cluster = subscriber.isCluster ? (subscriber as Cluster) : undefined;
     try {
       while (this.#lost.size > 0 && this.#subscriber === subscriber) {
-        await new Promise<void>((resolve) => subscriber.refreshSlotsCache(() => resolve()));
+        if (cluster !== undefined) {
+          await new Promise<void>((resolve) => cluster.refreshSlotsCache(() => resolve()));
+        }
         const channels = [...this.#lost].filter((c) => this.#channels.has(c));
         this.#lost.clear();
         const failed: string[] = [];
         await Promise.all(
           channels.map(async (channel) => {
             try {
-              await subscriber.sunsubscribe(channel).catch(() => {});
+              if (cluster !== undefined) await cluster.sunsubscribe(channel).catch(() => {});
               await subscriber.ssubscribe(channel);
               // The last listener left meanwhile: not kept subscribed for nobody.
               if (!this.#channels.has(channel)) await subscriber.sunsubscribe(channel);
-            } catch {
+            } catch (err) {
+              this.#onError(err, "resubscribe");
               failed.push(channel);
               return;
             }
@@ -227,7 +226,14 @@ export class PubSub {
           continue;
         }
         for (const channel of failed) this.#lost.add(channel);
-        await new Promise((resolve) => setTimeout(resolve, wait));
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, wait);
+          this.#wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        this.#wake = undefined;
         wait = Math.min(wait * 2, RESUBSCRIBE_MOST_MS);
       }
     } finally {

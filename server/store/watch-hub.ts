@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { SuggestionLists } from "../domain/fold.js";
 import { INBOX_PAGE_SIZE_DEFAULT } from "../domain/inbox-page.js";
+import { isRedisFailure } from "../redis/store-condition.js";
 import { HeartbeatClock } from "./heartbeat-clock.js";
 import { sessionKeys, workspaceKeys } from "./keys.js";
 import type { ChannelListener, PubSub } from "./pubsub.js";
@@ -37,7 +38,18 @@ interface SessionWatch {
   refreshing: boolean;
   /** A change arrived (or a watcher joined) during that read: read once more. */
   again: boolean;
+  /** A read has succeeded: a later failed read is tried again for a while. */
+  readOnce: boolean;
 }
+
+/**
+ * How long a watch that has been answered once rides out a Redis that does not answer
+ * (restarted, failed over, replaced behind its address): its read is tried again every
+ * `READ_AGAIN_MS`, and only a Redis still not answering after this ends it UNAVAILABLE.
+ */
+export const RIDE_OUT_MS = 15_000;
+/** The pause between two tries of a failed read. */
+export const READ_AGAIN_MS = 250;
 
 /**
  * The fan-out behind WatchSuggestions: one Redis subscriber connection per server
@@ -89,8 +101,10 @@ export class WatchHub {
    * A session's lists: at once, then after every change, until `signal` aborts (the
    * client left, the deadline passed, the server shuts down) or the hub closes, which
    * end it (as the signal's reason tells, rpc/watched-stream.ts), or the hub closes,
-   * which fails it UNAVAILABLE (`shuttingDown`). A Redis failure ends it with
-   * UNAVAILABLE. With `heartbeatMs`, HEARTBEAT comes at that interval while nothing changes.
+   * which fails it UNAVAILABLE (`shuttingDown`). A Redis failure before its first lists
+   * ends it with UNAVAILABLE; after them, a Redis that does not answer is read again for
+   * up to `RIDE_OUT_MS` (the log is the truth: nothing changed meanwhile is missed)
+   * before it ends so. With `heartbeatMs`, HEARTBEAT comes at that interval while nothing changes.
    */
   watch(sessionId: string, signal: AbortSignal): Watch<SuggestionLists>;
   watch(
@@ -186,6 +200,7 @@ export class WatchHub {
         subscribed: Promise.resolve(),
         refreshing: false,
         again: false,
+        readOnce: false,
       };
       created.subscribed = this.#pubsub.listen(channel, created.listener);
       created.subscribed.catch(() => {
@@ -225,10 +240,26 @@ export class WatchHub {
     try {
       // Subscribed before the first read, so no change falls between the two.
       await session.subscribed;
+      let failingSince: number | undefined;
       do {
         session.again = false;
-        // A session: O(offers) through the projection, however long its history.
-        const snapshot = await session.read();
+        let snapshot: Snapshot;
+        try {
+          // A session: O(offers) through the projection, however long its history.
+          snapshot = await session.read();
+        } catch (err) {
+          // A watch not answered yet fails at once (its client learns Redis is down), as
+          // does one whose read failed for another reason than Redis not answering (or
+          // not confirming the projection a read writes).
+          failingSince ??= Date.now();
+          if (!session.readOnce || !isRedisFailure(err)) throw err;
+          if (Date.now() - failingSince > RIDE_OUT_MS) throw err;
+          session.again = true;
+          await new Promise((resolve) => setTimeout(resolve, READ_AGAIN_MS));
+          continue;
+        }
+        failingSince = undefined;
+        session.readOnce = true;
         for (const watcher of session.watchers) watcher.offer(snapshot);
       } while (session.again && session.watchers.size > 0);
     } catch (err) {

@@ -1,0 +1,79 @@
+import type { Redis } from "ioredis";
+import type { Telemetry } from "./pipeline/telemetry.js";
+import { AnswerWatch } from "./redis/answer-watch.js";
+import { type RedisClient, subscriberConnection } from "./redis/redis-client.js";
+import { watchEvictionPolicy } from "./redis/store-checks.js";
+import { type StoreRefusal, storeCondition } from "./redis/store-condition.js";
+import { PubSub } from "./store/pubsub.js";
+
+/*
+ * The service's Redis connections as telemetry sees them: every error counted in
+ * `suggest_redis_errors_total`, what needs an operator logged. Wired by server.ts.
+ */
+
+/**
+ * The instance's subscriber (store/pubsub.ts): a single Redis's followed by the answer
+ * watch, its errors and failed re-subscriptions counted and logged.
+ */
+export function createPubSub(
+  redis: RedisClient,
+  answers: AnswerWatch | undefined,
+  telemetry: Telemetry,
+): PubSub {
+  return new PubSub(
+    () => {
+      const subscriber = subscriberConnection(redis);
+      if (!subscriber.isCluster) answers?.follow(subscriber as Redis);
+      return subscriber;
+    },
+    (err, what) => {
+      telemetry.redisErrors.inc();
+      // A lost connection is the command client's outage too, logged once there.
+      if (what === "subscriber") telemetry.logger.debug({ err }, "Redis subscriber error");
+      else telemetry.logger.warn({ err }, `Redis ${what} failed; tried again`);
+    },
+  );
+}
+
+/**
+ * The answer watch of a single Redis (redis/answer-watch.ts), told to telemetry: its
+ * probe's errors counted as the client's, each connection it makes again logged.
+ */
+export function watchAnswers(redis: Redis, telemetry: Telemetry): AnswerWatch {
+  const answers = new AnswerWatch(redis);
+  answers.on("probeError", () => telemetry.redisErrors.inc());
+  // The turns themselves are logged as the store's problem `unanswered` (watchStore).
+  answers.on("recycled", (why) =>
+    telemetry.logger.info(`${why}: a connection to it is made again`),
+  );
+  return answers;
+}
+
+/**
+ * The store's condition told to telemetry and logs: each refused write counted by kind,
+ * each problem that makes the service not ready (an evicting policy found on a
+ * reconnection, a disk that refuses writes) logged when it comes and when it goes.
+ */
+export function watchStore(redis: RedisClient, telemetry: Telemetry): () => void {
+  const condition = storeCondition(redis);
+  const stopEvictionChecks = watchEvictionPolicy(redis);
+  const onRefused = (refusal: StoreRefusal) => telemetry.storeRefusals.inc({ kind: refusal.kind });
+  let logged = new Map<string, string>();
+  const onChange = () => {
+    for (const [name, description] of condition.problems) {
+      if (logged.get(name) !== description) telemetry.logger.error({ problem: name }, description);
+    }
+    for (const name of logged.keys()) {
+      if (!condition.problems.has(name)) telemetry.logger.info({ problem: name }, "resolved");
+    }
+    logged = new Map(condition.problems);
+  };
+  condition.on("refused", onRefused);
+  condition.on("change", onChange);
+  return () => {
+    stopEvictionChecks();
+    condition.off("refused", onRefused);
+    condition.off("change", onChange);
+    condition.close();
+  };
+}
