@@ -14,7 +14,21 @@ const oneAtATime = [
   "test/redis/unix-socket.test.ts",
   "test/rpc/watch-heartbeat.test.ts",
   "test/rpc/start-stall.test.ts",
-  "test/deploy/prometheus.test.ts",
+];
+
+/**
+ * Files whose subject does not change with the Node release that drives them: the deploy
+ * files, the image (its Node is the image's own), the examples' scripts, the SDK through
+ * a registry, the long soak. They run one at a time, last, in a project of their own, which
+ * CI runs on one Node release only (`--project side-by-side --project one-at-a-time` on
+ * the others).
+ */
+const anyNode = [
+  "test/deploy/**/*.test.ts",
+  "test/e2e/image.test.ts",
+  "test/e2e/sdk-publish.test.ts",
+  "test/e2e/examples-prereqs.test.ts",
+  "test/e2e/socket-soak.test.ts",
 ];
 
 export default defineConfig({
@@ -31,7 +45,7 @@ export default defineConfig({
           name: "side-by-side",
           include: ["test/**/*.test.ts"],
           // Tests that need a Redis Cluster run in `npm run test:cluster` (vitest.cluster.config.ts).
-          exclude: ["test/cluster/**", ...oneAtATime],
+          exclude: ["test/cluster/**", ...oneAtATime, ...anyNode],
           maxWorkers: 2,
           sequence: { groupOrder: 0 },
         },
@@ -41,8 +55,18 @@ export default defineConfig({
         test: {
           name: "one-at-a-time",
           include: oneAtATime,
+          exclude: anyNode,
           maxWorkers: 1,
           sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "any-node",
+          include: anyNode,
+          maxWorkers: 1,
+          sequence: { groupOrder: 2 },
         },
       },
     ],
