@@ -39,7 +39,7 @@ export function lostShardChannel(err: unknown): string | undefined {
  * reference: a channel is subscribed while it has at least one listener and
  * unsubscribed when the last one leaves.
  *
- * On a single Redis that is one connection, which ioredis subscribes again after a
+ * On a standalone Redis that is one connection, which ioredis subscribes again after a
  * reconnection; then every listener is told to resync, after the subscriptions, so no
  * change falls between the two (test/rpc/watch.test.ts restarts Redis under watchers).
  *
@@ -62,7 +62,7 @@ export class PubSub {
 
   /**
    * @param connect makes the subscriber connection, opened at the first listener; the
-   *   server passes `subscriberConnection(client)` (a duplicate of a single Redis, or a
+   *   server passes `subscriberConnection(client)` (a duplicate of a standalone Redis, or a
    *   cluster client with sharded subscribers).
    */
   constructor(connect: () => Redis | Cluster) {
@@ -134,7 +134,7 @@ export class PubSub {
     return subscriber;
   }
 
-  /** A single Redis: after every reconnection but the first, subscribed again, then resync. */
+  /** A standalone Redis: after every reconnection but the first, subscribed again, then resync. */
   #watchReconnections(subscriber: Redis): void {
     let connectedBefore = false;
     subscriber.on("ready", () => {

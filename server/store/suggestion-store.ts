@@ -1,4 +1,4 @@
-import type { ChainableCommander, Cluster, Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { Settlement, Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { DismissalChoice } from "../domain/dismissal.js";
 import { type LogRecord, parseEntries, type SuggestionLists } from "../domain/fold.js";
@@ -11,7 +11,7 @@ import {
   withdrawOffer,
 } from "./agent-settlements.js";
 import { type ErasureReport, eraseChat } from "./chat-erasure.js";
-import { announced, callAppend, type Fenced, type InboxToken, NO_TOKEN } from "./inbox-token.js";
+import { announced, type Fenced, type InboxToken, NO_TOKEN } from "./inbox-token.js";
 import { sessionKeys } from "./keys.js";
 import { ListsCache, type ListsSnapshot } from "./lists-cache.js";
 import {
@@ -60,8 +60,7 @@ export class SuggestionStore {
    * invalid) it only says whether the quotas would allow an offer, so that quota refusals
    * still come before field refusals. With a workspace (the host's, for the chat) the
    * offer records it, and the chat is announced in the workspace's inbox first
-   * (store/workspace-inbox.ts): in the same script on a single Redis, one more round
-   * trip on a cluster.
+   * (store/workspace-inbox.ts), one round trip before the append.
    */
   async offer(
     sessionId: string,
@@ -86,19 +85,18 @@ export class SuggestionStore {
     at: InboxToken,
   ): Promise<OfferOutcome | Fenced> {
     const keys = sessionKeys(sessionId);
-    const reply = await callAppend<Promise<ScriptReply>>(
-      this.redis,
-      "offer",
-      [keys.log, keys.projection, keys.changes],
-      offerArgs(
+    const reply = await this.redis.offer(
+      keys.log,
+      keys.projection,
+      keys.changes,
+      ...offerArgs(
         offer,
         checkOnly,
         workspaceId,
         at.token,
-        this.inbox.tellsInAppend,
+        this.inbox.tellsInScript,
         this.retentionMs,
       ),
-      at,
     );
     return offerOutcome(sessionId, workspaceId, reply);
   }
@@ -117,36 +115,26 @@ export class SuggestionStore {
   ): Promise<SettleOutcome> {
     return this.announcedSettle(sessionId, suggestionId, async (at) =>
       settleOutcome(
-        await this.#settleOn<Promise<ScriptReply>>(
-          this.redis,
-          "settle",
-          sessionId,
-          suggestionId,
-          outcome,
-          chatId,
-          at,
-        ),
+        await this.redis.settle(...this.#settleArgv(sessionId, suggestionId, outcome, chatId, at)),
       ),
     );
   }
 
-  /** A settle script's call on `target` (the client, or a MULTI) for the announcement `at`. */
-  #settleOn<R>(
-    target: object,
-    script: "settle" | "settleAndRead",
+  /** The KEYS and ARGV of lua/settle-3.lua (and settleAndRead-3.lua) for the announcement `at`. */
+  #settleArgv(
     sessionId: string,
     suggestionId: string,
     outcome: Outcome,
     chatId: string,
     at: InboxToken,
     dismissal?: DismissalChoice,
-  ): R {
+  ): [log: string, projection: string, changes: string, ...argv: string[]] {
     const keys = sessionKeys(sessionId);
-    return callAppend<R>(
-      target,
-      script,
-      [keys.log, keys.projection, keys.changes],
-      settleArgs(
+    return [
+      keys.log,
+      keys.projection,
+      keys.changes,
+      ...settleArgs(
         suggestionId,
         outcome,
         chatId,
@@ -156,8 +144,7 @@ export class SuggestionStore {
         this.retentionMs,
         dismissal,
       ),
-      at,
-    );
+    ];
   }
 
   /**
@@ -177,15 +164,10 @@ export class SuggestionStore {
       // One MULTI, then its WAIT when writes wait for replicas (redis/write-confirm.ts).
       const replies = await confirmAfter(this.redis, keys.log, (tracked) =>
         notedLast(
-          this.#settleOn<ChainableCommander>(
-            this.redis.multi(),
-            "settle",
-            sessionId,
-            suggestionId,
-            outcome,
-            chatId,
-            at,
-          ).readLists(keys.log, keys.projection, held?.version ?? ""),
+          this.redis
+            .multi()
+            .settle(...this.#settleArgv(sessionId, suggestionId, outcome, chatId, at))
+            .readLists(keys.log, keys.projection, held?.version ?? ""),
           tracked,
         ).exec(),
       );
@@ -263,15 +245,8 @@ export class SuggestionStore {
     dismissal?: DismissalChoice,
   ): Promise<{ readonly outcome: SettleOutcome; readonly suggestion: Suggestion | undefined }> {
     return this.announcedSettle(sessionId, suggestionId, async (at) => {
-      const [settleReply, readReply] = await this.#settleOn<Promise<[ScriptReply, ScriptReply]>>(
-        this.redis,
-        "settleAndRead",
-        sessionId,
-        suggestionId,
-        outcome,
-        chatId,
-        at,
-        dismissal,
+      const [settleReply, readReply] = await this.redis.settleAndRead(
+        ...this.#settleArgv(sessionId, suggestionId, outcome, chatId, at, dismissal),
       );
       return this.settledRead(sessionId, suggestionId, settleReply, readReply);
     });

@@ -1,12 +1,9 @@
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach, expect, test } from "vitest";
 import { loadScripts } from "../../server/store/scripts.js";
-import { redisClient, tempDir, uniqueId } from "../support/harness.js";
-
-/** The service's scripts folder. */
-const LUA = new URL("../../server/store/lua/", import.meta.url);
+import { tempDir } from "../support/harness.js";
 
 /** The script loader (server/store/scripts.ts): names, includes and the naming rule. */
 
@@ -27,14 +24,7 @@ function scriptsFolder(files: Record<string, string>): URL {
 
 test("the service's scripts: each named by its file, with its number of keys", () => {
   const scripts = Object.fromEntries(loadScripts().map((s) => [s.name, s.numberOfKeys]));
-  // With the announced forms of the six appends that carry an inbox token: two more keys.
   expect(scripts).toEqual({
-    offerAnnounced: 5,
-    settleAnnounced: 5,
-    settleAndReadAnnounced: 5,
-    settleStartAnnounced: 7,
-    settleStartEmbeddedAnnounced: 11,
-    withdrawAnnounced: 5,
     abandonStart: 4,
     announce: 2,
     beginStart: 4,
@@ -53,26 +43,9 @@ test("the service's scripts: each named by its file, with its number of keys", (
     settle: 3,
     settleAndRead: 3,
     settleStart: 5,
-    settleStartEmbedded: 9,
     settlements: 2,
     withdraw: 3,
   });
-});
-
-test("only the announced forms and settleStartEmbedded span slots: a single Redis runs them alone", () => {
-  const spanning = loadScripts()
-    .filter((s) => s.singleRedis === true)
-    .map((s) => s.name)
-    .sort();
-  expect(spanning).toEqual([
-    "offerAnnounced",
-    "settleAndReadAnnounced",
-    "settleAnnounced",
-    "settleStartAnnounced",
-    "settleStartEmbedded",
-    "settleStartEmbeddedAnnounced",
-    "withdrawAnnounced",
-  ]);
 });
 
 test("every script uses exactly the keys its name declares, and has its includes inlined", () => {
@@ -125,48 +98,4 @@ test("`@script` inlines another script's text, with the scripts and includes it 
 test("an include that does not exist fails the load", () => {
   const dir = scriptsFolder({ "broken-1.lua": '--- @include "missing"\nreturn KEYS[1]' });
   expect(() => loadScripts(dir)).toThrow(/ENOENT/);
-});
-
-test("`@announced <i>` adds `<name>Announced`: the announcement, then the script as it is, with the token as its ARGV[i]", async () => {
-  const dir = scriptsFolder({
-    "echo-2.lua":
-      "--[[ echoes ]]\n--- @announced 2\nreturn { #KEYS, KEYS[1], KEYS[2], #ARGV, ARGV[1], ARGV[2], ARGV[3] }\n",
-    "includes/announce.lua": readFileSync(new URL("includes/announce.lua", LUA), "utf8"),
-  });
-  const scripts = loadScripts(dir);
-  expect(scripts.map((s) => [s.name, s.numberOfKeys, s.announces])).toEqual([
-    ["echo", 2, undefined],
-    ["echoAnnounced", 4, "echo"],
-  ]);
-  const redis = redisClient();
-  try {
-    for (const s of scripts)
-      redis.defineCommand(s.name, { numberOfKeys: s.numberOfKeys, lua: s.lua });
-    const chats = uniqueId("chats");
-    const pending = uniqueId("pending");
-    const call = (redis as unknown as Record<string, (...a: string[]) => Promise<unknown[]>>)
-      .echoAnnounced as (...a: string[]) => Promise<unknown[]>;
-    const reply = await call.call(redis, "k1", "k2", chats, pending, "a1", "", "a3", "chat-1", "7");
-    const token = await redis.hget(chats, "t:chat-1");
-    expect(Number(token)).toBeGreaterThan(Date.now() * 1000 - 60_000_000);
-    expect(reply).toEqual([2, "k1", "k2", 3, "a1", token, "a3"]);
-    expect(await redis.smembers(pending)).toEqual(["chat-1"]);
-    expect(await redis.hget(chats, "seq")).toBe(token);
-    // The least token is honoured, as by announce-2.lua.
-    const above = await call.call(
-      redis,
-      "k1",
-      "k2",
-      chats,
-      pending,
-      "a1",
-      "",
-      "a3",
-      "chat-1",
-      "4000000000000000",
-    );
-    expect(above[5]).toBe("4000000000000000");
-  } finally {
-    redis.disconnect();
-  }
 });
