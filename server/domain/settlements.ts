@@ -6,7 +6,6 @@ import {
   type Suggestion,
   SuggestionState,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import { compareStreamIds } from "./cursor.js";
 import {
   applySettlement,
   type LogRecord,
@@ -60,35 +59,4 @@ export function settlementOf(
     settledAt: recordTime(settlement),
     cursor: settlement.entryId,
   });
-}
-
-/**
- * The reference's reading of a log's settlements: every record folded by `foldLog`'s
- * rules (the first `offered` record of an id opens it, a `settled` record counts only
- * when it fits its offer's standing), keeping the accepted settlements recorded after
- * `after` (empty: all), in log order. O(records); the service reads through the
- * projection instead, and test/store/settlements-read.test.ts holds both equal.
- */
-export function foldSettlements(
-  sessionId: string,
-  records: Iterable<LogRecord>,
-  after = "",
-): Settlement[] {
-  const offers = new Map<string, { record: LogRecord; standing: Suggestion }>();
-  const settlements: Settlement[] = [];
-  for (const record of records) {
-    const id = record.fields.id;
-    if (id === undefined || id === "") continue;
-    if (record.fields.type === "offered") {
-      if (!offers.has(id))
-        offers.set(id, { record, standing: offeredSuggestion(sessionId, record) });
-    } else if (record.fields.type === "settled") {
-      const offer = offers.get(id);
-      if (offer === undefined || !applySettlement(offer.standing, record)) continue;
-      if (after === "" || compareStreamIds(record.entryId, after) > 0) {
-        settlements.push(settlementOf(sessionId, offer.record, record));
-      }
-    }
-  }
-  return settlements;
 }

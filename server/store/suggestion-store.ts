@@ -275,7 +275,7 @@ export class SuggestionStore {
    * as a fresh one (test/store/list-read.test.ts); and nothing at all moved from Redis
    * when the chat did not change since this instance last read it (lists-cache.ts,
    * test/e2e/cross-instance-cache.test.ts). The answer is the fold of the whole log, as
-   * `foldLog(readLog())` gives it.
+   * the tests' oracle `foldLog(readLog())` gives it (test/support/model/fold.ts).
    */
   async snapshot(sessionId: string): Promise<ListsSnapshot> {
     const keys = sessionKeys(sessionId);
@@ -304,7 +304,7 @@ export class SuggestionStore {
 
   /**
    * Every record of a session's log, in stream order: O(records). The service never
-   * reads this way; it is the log `foldLog` reads, for tests and tools.
+   * reads this way; it is the log the tests' `foldLog` reads, for tests and tools.
    */
   async readLog(sessionId: string): Promise<LogRecord[]> {
     const entries = await this.redis.xrange(sessionKeys(sessionId).log, "-", "+");

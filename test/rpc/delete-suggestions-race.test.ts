@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, test } from "vitest";
-import { foldLog } from "../../server/domain/fold.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
 import { sessionKeys } from "../../server/store/keys.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { WorkspaceInbox } from "../../server/store/workspace-inbox.js";
 import { type Clients, putSession, uniqueId } from "../support/harness.js";
 import { ids } from "../support/lists.js";
+import { foldLog } from "../support/model/fold.js";
 import { keysHolding } from "../support/redis-dump.js";
 import { useTestServer } from "../support/server-fixture.js";
 import { keysOf, nextTurnId } from "../support/suggest.js";

@@ -1,6 +1,5 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { foldLog } from "../../server/domain/fold.js";
 import type { Outcome } from "../../server/domain/settlement.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
 import { sessionKeys } from "../../server/store/keys.js";
@@ -8,6 +7,7 @@ import { ListsCache } from "../../server/store/lists-cache.js";
 import { type ListsSnapshot, SuggestionStore } from "../../server/store/suggestion-store.js";
 import { redisClient, uniqueId } from "../support/harness.js";
 import { appendRaw, projectionFold } from "../support/lists.js";
+import { foldLog } from "../support/model/fold.js";
 
 /*
  * The service reads the lists through the projection (lua/readLists-2.lua and
