@@ -5,6 +5,9 @@ import { callScriptsFlat } from "../redis/script-call.js";
 import { confirmWrites, type WriteConfirmation } from "../redis/write-confirm.js";
 import { traceScript } from "./script-spans.js";
 
+/** A line that inlines `includes/<name>.lua` in its place. */
+const INCLUDE = /^--- @include "([a-z-]+)"$/gm;
+
 /** Where the `.lua` files live, beside this module in the source tree and in `dist/`. */
 const LUA_DIR = new URL("./lua/", import.meta.url);
 
@@ -18,17 +21,20 @@ export interface ScriptSource {
 /**
  * Reads every `<name>-<numKeys>.lua` file of `dir` (default `lua/`, the folder tests may
  * replace) and inlines its `--- @include "<file>"` lines from `<dir>/includes/`, as
- * bullmq does, so that shared fold code is written once; a `--- @script "<name>-<n>"`
+ * bullmq does, so that shared fold code is written once (an include may include others,
+ * as includes/projection.lua gathers the projection's parts); a `--- @script "<name>-<n>"`
  * line inlines another script's whole text (a script that runs it after checks of its
  * own, as settleAndRead-3.lua runs settle-3.lua). Each file is one script, called one
  * way. Any other `.lua` name throws.
  */
 export function loadScripts(dir: URL = LUA_DIR): readonly ScriptSource[] {
-  const include = (name: string) => readFileSync(new URL(`includes/${name}.lua`, dir), "utf8");
+  const include = (name: string, depth: number): string => {
+    if (depth > 4) throw new Error("includes include each other more than 4 deep");
+    const text = readFileSync(new URL(`includes/${name}.lua`, dir), "utf8");
+    return text.replace(INCLUDE, (_, inner: string) => include(inner, depth + 1));
+  };
   const inline = (text: string) =>
-    inlineScripts(text, dir).replace(/^--- @include "([a-z-]+)"$/gm, (_, name: string) =>
-      include(name),
-    );
+    inlineScripts(text, dir).replace(INCLUDE, (_, name: string) => include(name, 0));
   return readdirSync(dir)
     .filter((file) => file.endsWith(".lua"))
     .map((file) => {

@@ -95,6 +95,24 @@ test("`@script` inlines another script's text, with the scripts and includes it 
   );
 });
 
+test("an include may include others, inlined in its place, as includes/projection.lua gathers its parts", () => {
+  const dir = scriptsFolder({
+    "outer-1.lua": '--- @include "hub"\nreturn KEYS[1]\n',
+    "includes/hub.lua": '-- hub\n--- @include "first"\n--- @include "second"\n',
+    "includes/first.lua": "local a = 1",
+    "includes/second.lua": "local b = a",
+  });
+  expect(loadScripts(dir)[0]?.lua).toBe("-- hub\nlocal a = 1\nlocal b = a\n\nreturn KEYS[1]\n");
+});
+
+test("includes that include each other without end fail the load", () => {
+  const dir = scriptsFolder({
+    "loop-1.lua": '--- @include "me"\nreturn KEYS[1]\n',
+    "includes/me.lua": '--- @include "me"\n',
+  });
+  expect(() => loadScripts(dir)).toThrow("includes include each other more than 4 deep");
+});
+
 test("an include that does not exist fails the load", () => {
   const dir = scriptsFolder({ "broken-1.lua": '--- @include "missing"\nreturn KEYS[1]' });
   expect(() => loadScripts(dir)).toThrow(/ENOENT/);
