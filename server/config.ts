@@ -194,9 +194,13 @@ export function configFromEnv(env: Env, openFileLimit?: number): ServiceConfig {
     authClientCertsFile: tls.clientCerts,
     corsAllowedOrigins: origins(env, "CORS_ALLOWED_ORIGINS"),
     logLevel,
+    // On by default: a third of connect-node's CPU for SuggestTask, a quarter for
+    // ListSuggestions (docs/performance.md "The gRPC path"); 0 keeps connect-node alone.
     grpcFastPath: flag(env, "GRPC_FAST_PATH", defaultConfig.grpcFastPath),
     port: integer(env, "PORT", defaultConfig.port, 0, 65535),
     redisUrl: redisUrl(env, "REDIS_URL"),
+    // Unset: the embedded host, whose session record Start reads in its first script
+    // (docs/performance.md "Where each RPC's time goes"); set: the product's own host.
     chatHostUrl: url(env, "CHAT_HOST_URL", ["http:", "https:"]),
     chatHostToken: env.CHAT_HOST_TOKEN || undefined,
     dataDir: env.DATA_DIR || defaultConfig.dataDir,

@@ -67,21 +67,13 @@ export class WorkspaceInbox {
    */
   readonly tellsInScript: boolean;
 
-  /**
-   * @param options.retentionMs RETENTION_DAYS in ms; 0, the default: chats never expire.
-   * @param options.tellInScript false: the appends leave the workspace's channel to
-   *   the writer (`tell`), as a Redis with `cluster-enabled yes` requires even through
-   *   a plain client; never true on a `Cluster` client.
-   */
+  /** @param options.retentionMs RETENTION_DAYS in ms; 0, the default: chats never expire. */
   constructor(
     readonly redis: Redis | Cluster,
-    options: {
-      readonly retentionMs?: number;
-      readonly tellInScript?: boolean;
-    } = {},
+    options: { readonly retentionMs?: number } = {},
   ) {
     this.retentionMs = options.retentionMs ?? 0;
-    this.tellsInScript = !redis.isCluster && (options.tellInScript ?? true);
+    this.tellsInScript = !redis.isCluster;
   }
 
   /** The workspace channel's parts as the appends carry them (keys.ts `workspaceChannelParts`). */
