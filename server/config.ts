@@ -86,15 +86,6 @@ export interface ServiceConfig {
   /** Unary binary gRPC answered straight on HTTP/2 streams (server/transport/grpc-fast-path.ts). */
   readonly grpcFastPath: boolean;
   /**
-   * Off by default, so that every script touches the keys of one cluster slot. On (for a
-   * single Redis that is not cluster-enabled, with no proxy between): scripts may write
-   * keys of several cluster slots in one step: an append makes its workspace inbox
-   * announcement itself (store/scripts.ts `announcedForm`), and a Start on the embedded
-   * host creates the chat, records `started` and posts the brief in one script
-   * (lua/settleStartEmbedded-9.lua). Never on a cluster client.
-   */
-  readonly singleRedisScripts: boolean;
-  /**
    * How many replicas must hold each write before it is acknowledged (Redis `WAIT`, sent
    * with the write); 0: acknowledged once the primary has it (and its AOF, if any).
    */
@@ -153,7 +144,6 @@ export const defaultConfig: Readonly<ServiceConfig> = Object.freeze({
   corsAllowedOrigins: Object.freeze([]) as readonly string[],
   logLevel: "info",
   grpcFastPath: true,
-  singleRedisScripts: false,
   redisWaitReplicas: 0,
   redisWaitTimeoutMs: 1_000,
   startLockTtlMs: defaultStartLockSettings.ttlMs,
@@ -204,10 +194,13 @@ export function configFromEnv(env: Env, openFileLimit?: number): ServiceConfig {
     authClientCertsFile: tls.clientCerts,
     corsAllowedOrigins: origins(env, "CORS_ALLOWED_ORIGINS"),
     logLevel,
+    // On by default: a third of connect-node's CPU for SuggestTask, a quarter for
+    // ListSuggestions (docs/performance.md "The gRPC path"); 0 keeps connect-node alone.
     grpcFastPath: flag(env, "GRPC_FAST_PATH", defaultConfig.grpcFastPath),
-    singleRedisScripts: flag(env, "SINGLE_REDIS_SCRIPTS", defaultConfig.singleRedisScripts),
     port: integer(env, "PORT", defaultConfig.port, 0, 65535),
     redisUrl: redisUrl(env, "REDIS_URL"),
+    // Unset: the embedded host, whose session record Start reads in its first script
+    // (docs/performance.md "Where each RPC's time goes"); set: the product's own host.
     chatHostUrl: url(env, "CHAT_HOST_URL", ["http:", "https:"]),
     chatHostToken: env.CHAT_HOST_TOKEN || undefined,
     dataDir: env.DATA_DIR || defaultConfig.dataDir,

@@ -12,7 +12,7 @@ import { PubSub } from "./store/pubsub.js";
  */
 
 /**
- * The instance's subscriber (store/pubsub.ts): a single Redis's followed by the answer
+ * The instance's subscriber (store/pubsub.ts): a standalone Redis's followed by the answer
  * watch, its errors and failed re-subscriptions counted and logged.
  */
 export function createPubSub(
@@ -36,7 +36,7 @@ export function createPubSub(
 }
 
 /**
- * The answer watch of a single Redis (redis/answer-watch.ts), told to telemetry: its
+ * The answer watch of a standalone Redis (redis/answer-watch.ts), told to telemetry: its
  * probe's errors counted as the client's, each connection it makes again logged.
  */
 export function watchAnswers(redis: Redis, telemetry: Telemetry): AnswerWatch {

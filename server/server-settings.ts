@@ -22,7 +22,6 @@ export type ServerSettings = Pick<
       | "logLevel"
       | "chatHostToken"
       | "grpcFastPath"
-      | "singleRedisScripts"
       | "inspectorDir"
       | "shutdownDelayMs"
       | "redisWaitReplicas"

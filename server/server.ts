@@ -22,7 +22,7 @@ import { JwtVerifier } from "./pipeline/jwt-verifier.js";
 import { createTelemetry, type Telemetry } from "./pipeline/telemetry.js";
 import { unauthenticatedStreamCap } from "./pipeline/unauthenticated-streams.js";
 import { logRedisOutages } from "./redis/outage-log.js";
-import { clusterEnabled, type RedisClient } from "./redis/redis-client.js";
+import type { RedisClient } from "./redis/redis-client.js";
 import { redact } from "./redis/redis-url.js";
 import { storeProblem } from "./redis/store-checks.js";
 import { createPubSub, watchAnswers, watchStore } from "./redis-telemetry.js";
@@ -171,20 +171,13 @@ async function clientCertsOf(
 
 /**
  * Stops the start, closing what `createParts` opened, on a Redis the service must not
- * run on: an evicting policy, too few replicas (redis/store-checks.ts), or
- * SINGLE_REDIS_SCRIPTS on a cluster-enabled Redis.
+ * run on: an evicting policy, too few replicas (redis/store-checks.ts).
  */
 async function refuseUnfitStore(parts: Parts, settings: ServerSettings): Promise<void> {
   const problem = await storeProblemAtStart(parts.redis, settings);
   if (problem !== undefined) {
     await closeParts(parts);
     throw new ConfigError(problem);
-  }
-  if (parts.singleRedisScripts && (await clusterEnabled(parts.redis)) === true) {
-    await closeParts(parts);
-    throw new ConfigError(
-      `SINGLE_REDIS_SCRIPTS is for a single Redis, and ${redact(settings.redisUrl)} is cluster-enabled (its scripts would be refused with CROSSSLOT); unset SINGLE_REDIS_SCRIPTS, or name a cluster as redis+cluster://`,
-    );
   }
 }
 
@@ -211,18 +204,16 @@ type Parts = RoutesDeps & {
   readonly pubsub: PubSub;
   readonly readiness: Readiness;
   readonly stopOutageLog: () => void;
-  /** Stops asking whether a single Redis answers (redis/answer-watch.ts). */
+  /** Stops asking whether a standalone Redis answers (redis/answer-watch.ts). */
   readonly stopAnswerWatch: () => void;
   /** Stops the eviction policy's checks and the disk's (redis/store-checks.ts). */
   readonly stopStoreWatch: () => void;
   readonly stopLogFlush: () => void;
-  /** SINGLE_REDIS_SCRIPTS asked for, on a client of a single Redis. */
-  readonly singleRedisScripts: boolean;
 };
 
 /**
  * The Redis client and what watches it: every error counted (none ends the process), its
- * outages logged, whether a single Redis answers (redis/answer-watch.ts), and the store's
+ * outages logged, whether a standalone Redis answers (redis/answer-watch.ts), and the store's
  * condition (eviction policy, disk).
  */
 function redisParts(settings: ServerSettings, telemetry: Telemetry) {
@@ -266,12 +257,11 @@ function createParts(
     // The cap on a unary call's own work; a longer caller's deadline is accepted.
     maxDeadlineMs: settings.maxTimeoutMs,
   };
-  const singleRedisScripts = !redis.isCluster && (settings.singleRedisScripts ?? false);
   // RETENTION_DAYS: every key of a chat expires this long after its last write; 0: never.
   const retentionMs = (settings.retentionDays ?? 0) * 86_400_000;
   const store = new SuggestionStore(
     redis,
-    new WorkspaceInbox(redis, { announceInAppend: singleRedisScripts, retentionMs }),
+    new WorkspaceInbox(redis, { retentionMs }),
     undefined,
     retentionMs,
   );
@@ -311,8 +301,7 @@ function createParts(
   const stopLogFlush = () => logOut?.stop();
   return {
     ...{ telemetry, redis, store, host, embeddedHost, watchHub, startLocks, pipeline },
-    startInOneScript: embeddedHost !== undefined && singleRedisScripts,
-    ...{ pubsub, stopOutageLog, stopStoreWatch, stopLogFlush, singleRedisScripts, credentials },
+    ...{ pubsub, stopOutageLog, stopStoreWatch, stopLogFlush, credentials },
     stopAnswerWatch: () => answers?.stop(),
     readiness,
   };

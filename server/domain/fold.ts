@@ -97,36 +97,6 @@ function listsOf(byId: Map<string, Suggestion>): SuggestionLists {
   return { open, settled, byId };
 }
 
-/**
- * Folds a session's log into its lists. This is the reading of the log in TypeScript
- * (includes/projection.lua applies the same rules to its cache, and `listsFromOffers`
- * reads that cache); it reads every record, so the service reads through the
- * projection instead and this stays the reading the tests compare it with:
- * - an `offered` record with an id not seen before is an open offer; a repeated id is
- *   ignored;
- * - a `settled` record changes its offer only when the outcome fits (settlement.ts):
- *   a settlement that names no offer, or does not fit, changes nothing; its `by` says
- *   who settled it (`agent`, else the person's, also when absent); a `started` one
- *   carries the Start's options (`model`, `perm`, `brief`), a person's `dismissed` one
- *   the reason (`why`) and note (`note`), each absent when not given;
- * - the character limits are not checked, so a log written under older limits opens;
- * - records of other kinds are skipped, so the stream can be shared with other writers.
- */
-export function foldLog(sessionId: string, records: Iterable<LogRecord>): SuggestionLists {
-  const byId = new Map<string, Suggestion>();
-  for (const record of records) {
-    const id = record.fields.id;
-    if (id === undefined || id === "") continue;
-    if (record.fields.type === "offered") {
-      if (!byId.has(id)) byId.set(id, offeredSuggestion(sessionId, record));
-    } else if (record.fields.type === "settled") {
-      const offer = byId.get(id);
-      if (offer !== undefined) applySettlement(offer, record);
-    }
-  }
-  return listsOf(byId);
-}
-
 /** An offer's record and the record of the settlement it stands by, if any. */
 export interface OfferRecords {
   readonly offer: LogRecord;
@@ -137,8 +107,9 @@ export interface OfferRecords {
 /**
  * The lists from each offer's record and its standing settlement, in offer order, as
  * lua/readLists-2.lua answers them from the projection: O(offers), however many
- * records the log holds. Built by the same code as `foldLog`, which it must equal on
- * every log (test/store/list-read.test.ts compares them on random ones).
+ * records the log holds. It must equal the fold of the whole log, the test oracle
+ * test/support/model/fold.ts `foldLog` (test/store/list-read.test.ts compares them on
+ * random logs).
  */
 export function listsFromOffers(
   sessionId: string,

@@ -1,12 +1,11 @@
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import { OPEN_LIMIT } from "./limits.js";
 
 /**
- * The settlement rule (docs/contract.md "A suggestion's states"), as
- * code. The fold (fold.ts) applies it to the log; the Lua projection
- * (store/lua/includes/projection.lua) and the atomic settle step (store/lua/settle-3.lua)
- * apply the same rule to their cache, and test/store/settlement-rule.test.ts runs every
- * (standing, outcome) pair through both and compares.
+ * The words of the settlement rule (docs/contract.md "A suggestion's states") as the
+ * service reads them back from the log and the projection (fold.ts). The rule itself
+ * runs in Lua (store/lua/settle-3.lua, the fold in store/lua/includes/); its TypeScript
+ * reading is a test oracle (test/support/model/settlement.ts), and
+ * test/store/settlement-rule.test.ts runs every (standing, outcome) pair through both.
  */
 
 /** The four outcomes, as a `settled` record names them on the log. */
@@ -51,35 +50,7 @@ export function fits(state: SuggestionState, outcome: Outcome): boolean {
     : state === SuggestionState.OPEN;
 }
 
-/**
- * The restore ceiling: a dismissed suggestion can be restored while fewer than three
- * suggestions are open; with three open, the restore fails with open-limit.
- */
-export function restoreAllowed(openCount: number): boolean {
-  return openCount < OPEN_LIMIT;
-}
-
 /** Whether a word read from the log is one of the four outcomes. */
 export function isOutcome(word: string | undefined): word is Outcome {
   return (OUTCOMES as readonly string[]).includes(word ?? "");
-}
-
-/** How a settle request fares against an offer's standing. */
-export type SettleAnswer = "recorded" | "already" | "not-open" | "open-limit";
-
-/**
- * The settle RPCs' reading of the rule, which store/lua/settle-3.lua carries out
- * atomically: an outcome that fits is recorded (a restore only below the ceiling); one
- * the offer already stands by (the same outcome; restored: open) answers as it is and
- * records nothing, so a re-sent call is harmless; anything else is not-open.
- */
-export function settleAnswer(
-  state: SuggestionState,
-  outcome: Outcome,
-  openCount: number,
-): SettleAnswer {
-  if (fits(state, outcome)) {
-    return outcome === "restored" && !restoreAllowed(openCount) ? "open-limit" : "recorded";
-  }
-  return state === stateAfter(outcome) ? "already" : "not-open";
 }

@@ -63,11 +63,12 @@ export function settlementOf(
 }
 
 /**
- * The reference's reading of a log's settlements: every record folded by `foldLog`'s
+ * A log's settlements read from every record: every record folded by the log's
  * rules (the first `offered` record of an id opens it, a `settled` record counts only
  * when it fits its offer's standing), keeping the accepted settlements recorded after
- * `after` (empty: all), in log order. O(records); the service reads through the
- * projection instead, and test/store/settlements-read.test.ts holds both equal.
+ * `after` (empty: all), in log order. O(records): the service reads through the
+ * projection, and this only while Redis refuses writes (store/agent-settlements.ts);
+ * test/store/settlements-read.test.ts holds both equal.
  */
 export function foldSettlements(
   sessionId: string,

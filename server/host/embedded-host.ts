@@ -30,10 +30,28 @@ import {
 import { encodeBinary } from "../codec/binary-encoding.js";
 import { requireId, requireIdempotencyKey } from "../domain/ids.js";
 import { confirmAfter, NotedCommand } from "../redis/write-confirm.js";
-import { hostKeys } from "../store/keys.js";
-import type { EmbeddedChatWrite, EmbeddedMessageWrite } from "../store/start-steps.js";
+import { type HostKeys, hostKeys } from "../store/keys.js";
 import type { ChatHost } from "./chat-host.js";
 import { embeddedChatId, embeddedGoalId, embeddedMessageId } from "./embedded-ids.js";
+
+/**
+ * The embedded host's writes of a chat, as its createChat-2.lua makes them (`chatWrite`):
+ * checked before anything is written, so that a caller may check a request alone.
+ */
+export interface EmbeddedChatWrite {
+  readonly chatId: string;
+  readonly keys: HostKeys;
+  /** The serialized Chat and Session. */
+  readonly chat: Buffer;
+  readonly session: Buffer;
+}
+
+/** The embedded host's write of a message (postMessage-3.lua's arguments, `messageWrite`). */
+export interface EmbeddedMessageWrite {
+  readonly messageId: string;
+  /** The serialized ChatMessage. */
+  readonly message: Buffer;
+}
 
 /**
  * The chat host that ships with the service: sessions and chats kept in the same Redis,
@@ -155,8 +173,7 @@ export class EmbeddedChatHost implements ChatHost {
 
   /**
    * What `createChat` writes for a request, checked as it checks it: the chat's id,
-   * keys and records; a Start on a single Redis writes them in its `started` step
-   * (store/start-steps.ts `settleStart`).
+   * keys and records.
    */
   chatWrite(request: MessageInitShape<typeof CreateChatRequestSchema>): EmbeddedChatWrite {
     const req = create(CreateChatRequestSchema, request);

@@ -23,7 +23,7 @@ export interface AnswerWatchEvents {
 }
 
 /**
- * Whether a single Redis answers, asked on a connection of its own, and what follows
+ * Whether a standalone Redis answers, asked on a connection of its own, and what follows
  * from that for the client's connections. ioredis notices a connection that fails, not
  * one that hangs: when the server behind an unchanged address is replaced (a managed
  * service's endpoint moved to the promoted replica) or vanishes without a reset, the

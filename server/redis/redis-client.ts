@@ -28,7 +28,7 @@ export const defaultRedisOptions: Readonly<RedisOptions> = Object.freeze({
   disconnectTimeout: 100,
 });
 
-/** The longest wait between two attempts to connect again to a single Redis. */
+/** The longest wait between two attempts to connect again to a standalone Redis. */
 export const RECONNECT_MOST_MS = 200;
 
 /**
@@ -150,7 +150,7 @@ function corkEachTurn(connection: Redis, socket: Socket): void {
 /**
  * ioredis queues a cluster's commands while the cluster as a whole is not ready, with
  * no bound. The first connection is worth waiting for (a client is used as soon as it is
- * made), but a cluster lost later should fail calls at once, as a single Redis does:
+ * made), but a cluster lost later should fail calls at once, as a standalone Redis does:
  * the queue is turned off whenever the cluster stops being ready, and on again once it
  * is (while ready, it only covers the moment a node's connection opens). Pinned by
  * test/cluster/cluster-failover.test.ts (every primary down: UNAVAILABLE at once).
@@ -167,7 +167,7 @@ function holdCallsOnlyUntilReady(cluster: Cluster): void {
 }
 
 /**
- * The client for SSUBSCRIBE beside `client`: a duplicate of a single Redis (it emits
+ * The client for SSUBSCRIBE beside `client`: a duplicate of a standalone Redis (it emits
  * `ready` after every reconnection, and store/pubsub.ts subscribes it again), or, for a cluster, a
  * duplicate of the cluster client with ioredis's sharded subscribers: a SSUBSCRIBE goes
  * to a connection of the primary that owns the channel's slot, opened at the first
@@ -208,20 +208,3 @@ const SUBSCRIBER_OPTIONS = Object.freeze({
   enableReadyCheck: false,
   disableClientInfo: true,
 });
-
-/**
- * Whether the Redis that `client` reaches runs with `cluster-enabled yes` (`INFO
- * cluster`), where a script whose keys span slots is refused with CROSSSLOT even through
- * a plain `redis://` client; a Cluster client is. Undefined when it cannot tell (Redis
- * not answering, or INFO refused, as some managed services do).
- */
-export async function clusterEnabled(client: RedisClient): Promise<boolean | undefined> {
-  if (client instanceof Cluster) return true;
-  try {
-    const info = await client.info("cluster");
-    const match = /^cluster_enabled:(\d)/m.exec(info);
-    return match === null ? undefined : match[1] === "1";
-  } catch {
-    return undefined;
-  }
-}

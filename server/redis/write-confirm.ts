@@ -31,7 +31,7 @@ export function writeConfirmation(client: RedisClient): WriteConfirmation | unde
 }
 
 /**
- * Sends a WAIT of its own on `client` for `slot` (unused on a single Redis): for a write
+ * Sends a WAIT of its own on `client` for `slot` (unused on a standalone Redis): for a write
  * that was not written at once (held while a connection opens), and for one that no
  * owed WAIT followed (`confirmed`).
  */

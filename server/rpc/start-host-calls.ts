@@ -79,7 +79,7 @@ export async function postBrief(
  * edited, else the offer's brief. Either way its author is SUGGESTION: an edited offer is
  * still not the person's own instruction.
  */
-export function briefRequest(
+function briefRequest(
   suggestion: Suggestion,
   chatId: string,
   edit = suggestion.startOptions?.brief ?? "",

@@ -41,7 +41,7 @@ import {
   suggestionError,
 } from "./errors.js";
 import { Flights } from "./start-flights.js";
-import { briefRequest, createdChat, postBrief, refusedChat } from "./start-host-calls.js";
+import { createdChat, postBrief, refusedChat } from "./start-host-calls.js";
 
 /** What StartSuggestion needs. */
 export interface StartSuggestionDeps {
@@ -54,11 +54,6 @@ export interface StartSuggestionDeps {
    * session's slot, so the first step reads it in the same script as the suggestion.
    */
   readonly embeddedHost?: EmbeddedChatHost | undefined;
-  /**
-   * With the embedded host on a single Redis: the holder's CreateChat, `started` and
-   * PostMessage are one script (store/start-steps.ts `settleStart` with an `EmbeddedStart`).
-   */
-  readonly startInOneScript?: boolean;
 }
 
 /**
@@ -268,38 +263,27 @@ async function startHeld(
     origin: { sessionId, suggestionId },
   };
   try {
+    // CreateChat runs beside the `started` step's inbox announcement (the chat's slot
+    // and the workspace's), and the step waits for the chat; it ends the lock in the
+    // same script (lua/settleStart-5.lua).
+    const chat = createdChat(deps.host, chatRequest);
     let settled: StartSettled;
-    if (deps.startInOneScript === true && deps.embeddedHost !== undefined) {
-      // The three steps in the contract's order, as one script (lua/settleStartEmbedded-9.lua).
-      const chat = deps.embeddedHost.chatWrite(chatRequest);
-      const { write: brief } = deps.embeddedHost.messageWrite(
-        briefRequest(suggestion, chat.chatId, fixed.brief),
-      );
+    try {
       settled = await storeCall(() =>
-        settleStart(deps.store, sessionId, suggestionId, { chat, brief }, lock.token),
+        settleStart(deps.store, sessionId, suggestionId, chat, lock.token),
       );
-    } else {
-      // CreateChat runs beside the `started` step's inbox announcement (the chat's slot
-      // and the workspace's), and the step waits for the chat; it ends the lock in the
-      // same script (lua/settleStart-5.lua).
-      const chat = createdChat(deps.host, chatRequest);
-      try {
-        settled = await storeCall(() =>
-          settleStart(deps.store, sessionId, suggestionId, chat, lock.token),
-        );
-      } catch (err) {
-        // The host's own failure, when the step failed for want of the chat.
-        const hostFailure = await chat.then(
-          () => undefined,
-          (failure: unknown) => failure,
-        );
-        if (hostFailure === undefined) throw err;
-        // Refused outright, the host made no chat: the options bind no later Start.
-        if (refusedChat(hostFailure)) {
-          await endFailedStart(deps, sessionId, suggestionId, lock, appended);
-        }
-        throw hostFailure;
+    } catch (err) {
+      // The host's own failure, when the step failed for want of the chat.
+      const hostFailure = await chat.then(
+        () => undefined,
+        (failure: unknown) => failure,
+      );
+      if (hostFailure === undefined) throw err;
+      // Refused outright, the host made no chat: the options bind no later Start.
+      if (refusedChat(hostFailure)) {
+        await endFailedStart(deps, sessionId, suggestionId, lock, appended);
       }
+      throw hostFailure;
     }
     lock.ended();
     const { kind, state } = settled.outcome;
@@ -309,7 +293,7 @@ async function startHeld(
         // `already`: an earlier holder (stalled past its lock, or crashed after this
         // step) recorded it; the recorded chat is the one, and its brief is made sure of.
         const started = foundSuggestion(settled.suggestion, suggestionId);
-        if (!settled.briefPosted) await postBrief(deps.host, started, started.chatId);
+        await postBrief(deps.host, started, started.chatId);
         return startResponse(started);
       }
       case "not-open":

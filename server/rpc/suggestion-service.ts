@@ -26,11 +26,6 @@ export interface SuggestionServiceDeps {
   readonly startLocks: StartLocks;
   /** The embedded host, when it is the host (no `CHAT_HOST_URL`); StartSuggestion reads its sessions' records. */
   readonly embeddedHost?: EmbeddedChatHost | undefined;
-  /**
-   * A Start on the embedded host creates the chat, records `started` and posts the brief
-   * in one script (a single Redis: lua/settleStartEmbedded-9.lua); else three calls.
-   */
-  readonly startInOneScript?: boolean;
   /** The instance's WatchSuggestions fan-out; server.ts makes it. */
   readonly watchHub: WatchHub;
 }

@@ -3,7 +3,7 @@ import type { Settlement, Suggestion } from "../../gen/oda/suggest/v1/suggestion
 import { LAST_STREAM_ID } from "../domain/cursor.js";
 import { type LogRecord, parseEntries } from "../domain/fold.js";
 import { foldSettlements, settlementOf, suggestionAfter } from "../domain/settlements.js";
-import { callAppend, type Fenced, type InboxToken } from "./inbox-token.js";
+import type { Fenced, InboxToken } from "./inbox-token.js";
 import { sessionKeys, WORKSPACE_CHANNEL_PARTS } from "./keys.js";
 import { orFromLog, readWholeLog } from "./log-reads.js";
 import type { ScriptReply } from "./scripts.js";
@@ -53,20 +53,17 @@ export async function withdrawOffer(
   retentionMs = 0,
 ): Promise<WithdrawOutcome | Fenced> {
   const keys = sessionKeys(sessionId);
-  const reply = await callAppend<Promise<ScriptReply>>(
-    redis,
-    "withdraw",
-    [keys.log, keys.projection, keys.changes],
-    [
-      withdrawal.title,
-      withdrawal.reason,
-      withdrawal.toolCallId,
-      at.token,
-      ...channel,
-      at.workspace,
-      ...(retentionMs > 0 ? [String(retentionMs)] : []),
-    ],
-    at,
+  const reply = await redis.withdraw(
+    keys.log,
+    keys.projection,
+    keys.changes,
+    withdrawal.title,
+    withdrawal.reason,
+    withdrawal.toolCallId,
+    at.token,
+    ...channel,
+    at.workspace,
+    ...(retentionMs > 0 ? [String(retentionMs)] : []),
   );
   const status = reply[0] as WithdrawStatus;
   switch (status) {

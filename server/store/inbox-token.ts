@@ -21,55 +21,19 @@ export interface Fenced {
 
 /** How an append carries the chat's announcement in a workspace's inbox. */
 export interface InboxToken {
-  /** The token announced before the append; '' for none, and when `inAppend`. */
+  /** The token announced before the append; '' for none. */
   readonly token: string;
   /** The workspace it is announced in; '' for none. */
   readonly workspace: string;
-  /**
-   * The announcement made by the append itself (its `<name>Announced` form): the
-   * workspace's chats hash and pending set, the chat and the least token.
-   */
-  readonly inAppend?: readonly [chats: string, pending: string, session: string, minimum: string];
 }
 
 /** An append with no announcement (a chat of no workspace, or a first try that asks). */
 export const NO_TOKEN: InboxToken = { token: "", workspace: "" };
 
-/** The appends that carry an inbox token: each has a `<name>Announced` form. */
-export type AnnouncedScript =
-  | "offer"
-  | "settle"
-  | "settleAndRead"
-  | "settleStart"
-  | "settleStartEmbedded"
-  | "withdraw";
-
 /**
- * Calls the append `script` on `target` (a client, or a MULTI being built) with its keys
- * and its arguments (the token's being `at.token`), in its `<name>Announced` form when
- * the announcement is to be made in the same step. Answers what the call answers.
- */
-export function callAppend<R>(
-  target: object,
-  script: AnnouncedScript,
-  keys: readonly string[],
-  args: readonly (string | Buffer)[],
-  at: InboxToken,
-): R {
-  type Command = (...argv: (string | Buffer)[]) => R;
-  const commands = target as Record<string, Command>;
-  if (at.inAppend === undefined)
-    return (commands[script] as Command).call(target, ...keys, ...args);
-  const [chats, pending, session, minimum] = at.inAppend;
-  const announced = commands[`${script}Announced`] as Command;
-  return announced.call(target, ...keys, chats, pending, ...args, session, minimum);
-}
-
-/**
- * Runs `append` announced for (workspace, session) first ('' workspace: with no token),
- * either by a call of its own or in the append itself (`WorkspaceInbox.announcement`);
- * when it answers fenced (no token, a token of another workspace, or one an inbox read
- * passed), announces the chat in the workspace it names, above the fence, and repeats.
+ * Runs `append` announced for (workspace, session) first ('' workspace: with no token;
+ * else by a call of its own, `WorkspaceInbox.announcement`); when it answers fenced (no
+ * token, a token of another workspace, or one an inbox read passed), announces the chat in the workspace it names, above the fence, and repeats.
  * Once it went through, the workspace's watchers are told (`Announcer.tell`), unless the
  * append told them itself.
  */

@@ -71,7 +71,7 @@ export const WORKSPACE_CHANNEL_PARTS = ["inbox:{ws:", "}:changes"] as const;
 /**
  * The workspace channel's parts as an append of a chat carries them (lua/settle-3.lua,
  * withdraw-3.lua): the script publishes there itself when `inScript`, which only a
- * single Redis allows; on a cluster the workspace's channel lives in another slot, most
+ * standalone Redis allows; on a cluster the workspace's channel lives in another slot, most
  * often on another node, where a script may not publish, so the parts are empty and the
  * caller tells the workspace once the append answered (`WorkspaceInbox.tell`).
  */

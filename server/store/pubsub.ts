@@ -39,7 +39,7 @@ export function lostShardChannel(err: unknown): string | undefined {
  * reference: a channel is subscribed while it has at least one listener and
  * unsubscribed when the last one leaves.
  *
- * On a single Redis that is one connection. After every reconnection (Redis restarted,
+ * On a standalone Redis that is one connection. After every reconnection (Redis restarted,
  * replaced behind the same address, or a silent connection dropped by the answer watch,
  * redis/answer-watch.ts) every channel is subscribed again by this class, not by
  * ioredis (whose own re-subscribe leaves a failure unhandled), retried until it holds,
@@ -68,7 +68,7 @@ export class PubSub {
 
   /**
    * @param connect makes the subscriber connection, opened at the first listener; the
-   *   server passes `subscriberConnection(client)` (a duplicate of a single Redis, or a
+   *   server passes `subscriberConnection(client)` (a duplicate of a standalone Redis, or a
    *   cluster client with sharded subscribers).
    * @param onError told every error of the subscriber and every failed try to subscribe
    *   a channel again (the server logs and counts them); none ends anything.
@@ -147,7 +147,7 @@ export class PubSub {
     return subscriber;
   }
 
-  /** A single Redis: after every reconnection but the first, every channel subscribed again. */
+  /** A standalone Redis: after every reconnection but the first, every channel subscribed again. */
   #watchReconnections(subscriber: Redis): void {
     let connectedBefore = false;
     subscriber.on("ready", () => {

@@ -5,6 +5,9 @@ import { callScriptsFlat } from "../redis/script-call.js";
 import { confirmWrites, type WriteConfirmation } from "../redis/write-confirm.js";
 import { traceScript } from "./script-spans.js";
 
+/** A line that inlines `includes/<name>.lua` in its place. */
+const INCLUDE = /^--- @include "([a-z-]+)"$/gm;
+
 /** Where the `.lua` files live, beside this module in the source tree and in `dist/`. */
 const LUA_DIR = new URL("./lua/", import.meta.url);
 
@@ -13,16 +16,6 @@ export interface ScriptSource {
   readonly name: string;
   readonly numberOfKeys: number;
   readonly lua: string;
-  /**
-   * An announced form's: the script it runs after the announcement, whose keys live in
-   * another slot than the workspace's (a single Redis only: `announcedForm`).
-   */
-  readonly announces?: string;
-  /**
-   * Its keys span slots of a cluster (an announced form, or a `--- @single-redis`
-   * script): run only on a single Redis.
-   */
-  readonly singleRedis?: true;
   /**
    * A read that writes only caches (a `--- @cache-only` line in its own file): its writes
    * are no records, which replicas need not confirm (redis/script-call.ts).
@@ -33,70 +26,34 @@ export interface ScriptSource {
 /**
  * Reads every `<name>-<numKeys>.lua` file of `dir` (default `lua/`, the folder tests may
  * replace) and inlines its `--- @include "<file>"` lines from `<dir>/includes/`, as
- * bullmq does, so that shared fold code is written once; a `--- @script "<name>-<n>"`
+ * bullmq does, so that shared fold code is written once (an include may include others,
+ * as includes/projection.lua gathers the projection's parts); a `--- @script "<name>-<n>"`
  * line inlines another script's whole text (a script that runs it after checks of its
- * own, as settleAndRead-3.lua runs settle-3.lua). A script with a `--- @announced <i>`
- * line (an append that carries an inbox token as its ARGV[i]) also gives its
- * `<name>Announced` form (`announcedForm`); a `--- @single-redis` line marks a script
- * whose keys span a cluster's slots, a `--- @cache-only` line a read that writes only
- * caches (both read in the file's own text, not in the scripts it inlines). Any other
- * `.lua` name throws.
+ * own, as settleAndRead-3.lua runs settle-3.lua). Each file is one script, called one
+ * way; a `--- @cache-only` line marks a read that writes only caches (read in the
+ * file's own text, not in the scripts it inlines). Any other `.lua` name throws.
  */
 export function loadScripts(dir: URL = LUA_DIR): readonly ScriptSource[] {
-  const include = (name: string) => readFileSync(new URL(`includes/${name}.lua`, dir), "utf8");
+  const include = (name: string, depth: number): string => {
+    if (depth > 4) throw new Error("includes include each other more than 4 deep");
+    const text = readFileSync(new URL(`includes/${name}.lua`, dir), "utf8");
+    return text.replace(INCLUDE, (_, inner: string) => include(inner, depth + 1));
+  };
   const inline = (text: string) =>
-    inlineScripts(text, dir).replace(/^--- @include "([a-z-]+)"$/gm, (_, name: string) =>
-      include(name),
-    );
+    inlineScripts(text, dir).replace(INCLUDE, (_, name: string) => include(name, 0));
   return readdirSync(dir)
     .filter((file) => file.endsWith(".lua"))
-    .flatMap((file) => {
+    .map((file) => {
       const match = /^([a-zA-Z]+)-(\d+)\.lua$/.exec(file);
       if (!match) throw new Error(`script file ${file} is not named <name>-<numKeys>.lua`);
       const text = readFileSync(new URL(file, dir), "utf8");
-      const script: ScriptSource = {
+      return {
         name: match[1] as string,
         numberOfKeys: Number(match[2]),
         lua: inline(text),
-        ...(/^--- @single-redis$/m.test(text) ? { singleRedis: true } : {}),
         ...(/^--- @cache-only$/m.test(text) ? { cacheOnly: true } : {}),
       };
-      const token = /^--- @announced (\d+)$/m.exec(text);
-      if (token === null) return [script];
-      return [script, announcedForm(script, Number(token[1]), inline('--- @include "announce"'))];
     });
-}
-
-/**
- * An append's `<name>Announced` form, for a single Redis (on a cluster the workspace's
- * inbox and the chat live on different nodes): the chat's inbox announcement
- * (includes/announce.lua), then the append with the token it gave, as one script, so an
- * offer or a settlement of a workspace's chat is one round trip instead of two. Being one
- * step, nothing can come between the two, as the token protocol allows it to
- * (store/workspace-inbox.ts). It takes two more keys, the workspace's chats hash and
- * pending set, and two more arguments, the chat's id and the least token; the token's
- * own argument is sent empty.
- */
-function announcedForm(script: ScriptSource, tokenArg: number, announce: string): ScriptSource {
-  const n = script.numberOfKeys;
-  const [shebang, body] = splitShebang(script.lua);
-  const lua = `${shebang}
--- ${script.name}Announced: the inbox announcement, then ${script.name}-${n}.lua with its token (store/scripts.ts).
-${announce}
-local announcedToken = announceChat(KEYS[${n + 1}], KEYS[${n + 2}], ARGV[#ARGV - 1], ARGV[#ARGV])
-KEYS[${n + 2}] = nil
-KEYS[${n + 1}] = nil
-ARGV[#ARGV] = nil
-ARGV[#ARGV] = nil
-ARGV[${tokenArg}] = announcedToken
-${body}`;
-  return {
-    name: `${script.name}Announced`,
-    numberOfKeys: n + 2,
-    lua,
-    announces: script.name,
-    singleRedis: true,
-  };
 }
 
 /**
@@ -246,22 +203,6 @@ declare module "ioredis" {
       channel: string,
       ...argv: string[]
     ): Result<[ScriptReply, ScriptReply, number], Context>;
-    /**
-     * lua/settleStartEmbedded-9.lua (a single Redis only): `{ settleStart-5.lua's three,
-     * posted }`.
-     */
-    settleStartEmbedded(
-      log: string,
-      projection: string,
-      changes: string,
-      lock: string,
-      channel: string,
-      chat: string,
-      chatSession: string,
-      messageIds: string,
-      messages: string,
-      ...argv: (string | Buffer)[]
-    ): Result<[ScriptReply, ScriptReply, number, number], Context>;
     /** lua/extendLock-1.lua: 1 when the caller still holds the lock. */
     extendLock(lock: string, token: string, ttlMs: string): Result<number, Context>;
     /** lua/releaseLock-2.lua: 1 when the caller held the lock. */

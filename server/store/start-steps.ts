@@ -2,10 +2,8 @@ import type { Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { parseEntries } from "../domain/fold.js";
 import { type ChosenOptions, chosenOf, NO_OPTIONS, optionFields } from "../domain/start-options.js";
 import type { HeldStartLock } from "./held-start-lock.js";
-import { callAppend } from "./inbox-token.js";
-import { type HostKeys, hostKeys, sessionKeys, startLockKey, startResultChannel } from "./keys.js";
+import { hostKeys, sessionKeys, startLockKey, startResultChannel } from "./keys.js";
 import { type SettleOutcome, settleArgs } from "./script-replies.js";
-import type { ScriptReply } from "./scripts.js";
 import { startResultMessage } from "./start-lock-protocol.js";
 import type { SuggestionStore } from "./suggestion-store.js";
 
@@ -102,37 +100,10 @@ export async function abandonStart(
   return abandoned === 1;
 }
 
-/**
- * The embedded host's writes of a started chat, as its createChat-2.lua and
- * postMessage-3.lua make them (host/embedded-host.ts `chatWrite`, `messageWrite`).
- */
-export interface EmbeddedChatWrite {
-  readonly chatId: string;
-  readonly keys: HostKeys;
-  /** The serialized Chat and Session. */
-  readonly chat: Buffer;
-  readonly session: Buffer;
-}
-
-/** The embedded host's write of a message (postMessage-3.lua's arguments). */
-export interface EmbeddedMessageWrite {
-  readonly messageId: string;
-  /** The serialized ChatMessage. */
-  readonly message: Buffer;
-}
-
-/** A started chat the embedded host creates in the `started` step, and its brief. */
-export interface EmbeddedStart {
-  readonly chat: EmbeddedChatWrite;
-  readonly brief: EmbeddedMessageWrite;
-}
-
-/** What the `started` step left: the outcome, the suggestion, and whether the brief is in. */
+/** What the `started` step left: the outcome and the suggestion. */
 export interface StartSettled {
   readonly outcome: SettleOutcome;
   readonly suggestion: Suggestion | undefined;
-  /** The brief was posted (or found posted) in the same step (an `EmbeddedStart`). */
-  readonly briefPosted: boolean;
 }
 
 /**
@@ -142,30 +113,24 @@ export interface StartSettled {
  * as every settlement is; the lock stays held through that), with `started`'s chat id.
  * The chat's id may still be on its way (a `Promise`, the host's CreateChat): the
  * announcement is independent of the chat (another slot), so both leave in one turn and
- * the step waits for the chat only after it. With an `EmbeddedStart` in its place (the
- * embedded host on a single Redis, whose keys the step may touch with the session's),
- * the chat's creation before it and the brief's post after it are in the same script
- * (lua/settleStartEmbedded-9.lua): one round trip for the three.
+ * the step waits for the chat only after it.
  */
 export function settleStart(
   store: SuggestionStore,
   sessionId: string,
   suggestionId: string,
-  started: string | Promise<string> | EmbeddedStart,
+  started: string | Promise<string>,
   lockToken: string,
 ): Promise<StartSettled> {
-  const embedded = isEmbedded(started) ? started : undefined;
   const keys = sessionKeys(sessionId);
-  const settleKeys = [
-    keys.log,
-    keys.projection,
-    keys.changes,
-    startLockKey(sessionId, suggestionId),
-    startResultChannel(sessionId),
-  ];
   return store.announcedSettle(sessionId, suggestionId, async (at) => {
-    const chatId = isEmbedded(started) ? started.chat.chatId : await started;
-    const settleArgv = [
+    const chatId = await started;
+    const [settleReply, readReply] = await store.redis.settleStart(
+      keys.log,
+      keys.projection,
+      keys.changes,
+      startLockKey(sessionId, suggestionId),
+      startResultChannel(sessionId),
       ...settleArgs(
         suggestionId,
         "started",
@@ -176,46 +141,9 @@ export function settleStart(
       ),
       lockToken,
       startResultMessage(suggestionId, "released"),
-    ];
-    // ARGV[11] of settleStart-5.lua, ARGV[16] of settleStartEmbedded-9.lua.
-    const retention = store.retentionMs > 0 ? [String(store.retentionMs)] : [];
-    let reply: [ScriptReply, ScriptReply, number, number?];
-    if (embedded === undefined) {
-      reply = await callAppend(
-        store.redis,
-        "settleStart",
-        settleKeys,
-        [...settleArgv, ...retention],
-        at,
-      );
-    } else {
-      const { chat, brief } = embedded;
-      reply = await callAppend(
-        store.redis,
-        "settleStartEmbedded",
-        [
-          ...settleKeys,
-          chat.keys.chat,
-          chat.keys.session,
-          chat.keys.messageIds,
-          chat.keys.messages,
-        ],
-        [
-          ...settleArgv,
-          ...[chat.chat, chat.session, brief.messageId, brief.message],
-          startResultMessage(suggestionId, "delivered"),
-          ...retention,
-        ],
-        at,
-      );
-    }
-    const settled = store.settledRead(sessionId, suggestionId, reply[0], reply[1]);
-    if ("fenced" in settled) return settled;
-    // postMessage-3.lua's 0 (posted now) or 1 (already posted); -1: not run.
-    return { ...settled, briefPosted: reply[3] === 0 || reply[3] === 1 };
+      // ARGV[11] of settleStart-5.lua.
+      ...(store.retentionMs > 0 ? [String(store.retentionMs)] : []),
+    );
+    return store.settledRead(sessionId, suggestionId, settleReply, readReply);
   });
-}
-
-function isEmbedded(started: string | Promise<string> | EmbeddedStart): started is EmbeddedStart {
-  return typeof started === "object" && "chat" in started;
 }

@@ -1,4 +1,4 @@
-import type { ChainableCommander, Cluster, Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { Settlement, Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { DismissalChoice } from "../domain/dismissal.js";
 import {
@@ -16,7 +16,7 @@ import {
   withdrawOffer,
 } from "./agent-settlements.js";
 import { type ErasureReport, eraseChat } from "./chat-erasure.js";
-import { announced, callAppend, type Fenced, type InboxToken, NO_TOKEN } from "./inbox-token.js";
+import { announced, type Fenced, type InboxToken, NO_TOKEN } from "./inbox-token.js";
 import { sessionKeys } from "./keys.js";
 import { ListsCache, type ListsSnapshot } from "./lists-cache.js";
 import { orFromLog, readWholeLog } from "./log-reads.js";
@@ -66,8 +66,7 @@ export class SuggestionStore {
    * invalid) it only says whether the quotas would allow an offer, so that quota refusals
    * still come before field refusals. With a workspace (the host's, for the chat) the
    * offer records it, and the chat is announced in the workspace's inbox first
-   * (store/workspace-inbox.ts): in the same script on a single Redis, one more round
-   * trip on a cluster.
+   * (store/workspace-inbox.ts), one round trip before the append.
    */
   async offer(
     sessionId: string,
@@ -92,19 +91,18 @@ export class SuggestionStore {
     at: InboxToken,
   ): Promise<OfferOutcome | Fenced> {
     const keys = sessionKeys(sessionId);
-    const reply = await callAppend<Promise<ScriptReply>>(
-      this.redis,
-      "offer",
-      [keys.log, keys.projection, keys.changes],
-      offerArgs(
+    const reply = await this.redis.offer(
+      keys.log,
+      keys.projection,
+      keys.changes,
+      ...offerArgs(
         offer,
         checkOnly,
         workspaceId,
         at.token,
-        this.inbox.tellsInAppend,
+        this.inbox.tellsInScript,
         this.retentionMs,
       ),
-      at,
     );
     return offerOutcome(sessionId, workspaceId, reply);
   }
@@ -123,36 +121,26 @@ export class SuggestionStore {
   ): Promise<SettleOutcome> {
     return this.announcedSettle(sessionId, suggestionId, async (at) =>
       settleOutcome(
-        await this.#settleOn<Promise<ScriptReply>>(
-          this.redis,
-          "settle",
-          sessionId,
-          suggestionId,
-          outcome,
-          chatId,
-          at,
-        ),
+        await this.redis.settle(...this.#settleArgv(sessionId, suggestionId, outcome, chatId, at)),
       ),
     );
   }
 
-  /** A settle script's call on `target` (the client, or a MULTI) for the announcement `at`. */
-  #settleOn<R>(
-    target: object,
-    script: "settle" | "settleAndRead",
+  /** The KEYS and ARGV of lua/settle-3.lua (and settleAndRead-3.lua) for the announcement `at`. */
+  #settleArgv(
     sessionId: string,
     suggestionId: string,
     outcome: Outcome,
     chatId: string,
     at: InboxToken,
     dismissal?: DismissalChoice,
-  ): R {
+  ): [log: string, projection: string, changes: string, ...argv: string[]] {
     const keys = sessionKeys(sessionId);
-    return callAppend<R>(
-      target,
-      script,
-      [keys.log, keys.projection, keys.changes],
-      settleArgs(
+    return [
+      keys.log,
+      keys.projection,
+      keys.changes,
+      ...settleArgs(
         suggestionId,
         outcome,
         chatId,
@@ -162,8 +150,7 @@ export class SuggestionStore {
         this.retentionMs,
         dismissal,
       ),
-      at,
-    );
+    ];
   }
 
   /**
@@ -183,15 +170,10 @@ export class SuggestionStore {
       // One MULTI, then its WAIT when writes wait for replicas (redis/write-confirm.ts).
       const replies = await confirmAfter(this.redis, keys.log, (tracked) =>
         notedLast(
-          this.#settleOn<ChainableCommander>(
-            this.redis.multi(),
-            "settle",
-            sessionId,
-            suggestionId,
-            outcome,
-            chatId,
-            at,
-          ).readLists(keys.log, keys.projection, held?.version ?? ""),
+          this.redis
+            .multi()
+            .settle(...this.#settleArgv(sessionId, suggestionId, outcome, chatId, at))
+            .readLists(keys.log, keys.projection, held?.version ?? ""),
           tracked,
         ).exec(),
       );
@@ -269,15 +251,8 @@ export class SuggestionStore {
     dismissal?: DismissalChoice,
   ): Promise<{ readonly outcome: SettleOutcome; readonly suggestion: Suggestion | undefined }> {
     return this.announcedSettle(sessionId, suggestionId, async (at) => {
-      const [settleReply, readReply] = await this.#settleOn<Promise<[ScriptReply, ScriptReply]>>(
-        this.redis,
-        "settleAndRead",
-        sessionId,
-        suggestionId,
-        outcome,
-        chatId,
-        at,
-        dismissal,
+      const [settleReply, readReply] = await this.redis.settleAndRead(
+        ...this.#settleArgv(sessionId, suggestionId, outcome, chatId, at, dismissal),
       );
       return this.settledRead(sessionId, suggestionId, settleReply, readReply);
     });
@@ -306,8 +281,9 @@ export class SuggestionStore {
    * as a fresh one (test/store/list-read.test.ts); and nothing at all moved from Redis
    * when the chat did not change since this instance last read it (lists-cache.ts,
    * test/e2e/cross-instance-cache.test.ts). The answer is the fold of the whole log, as
-   * `foldLog(readLog())` gives it; while Redis refuses writes, which the script may make
-   * (it catches the projection up), it is that fold indeed (store/log-reads.ts).
+   * the tests' oracle `foldLog(readLog())` gives it (test/support/model/fold.ts); while
+   * Redis refuses writes, which the script may make (it catches the projection up), it
+   * is read from the whole log (store/log-reads.ts).
    */
   async snapshot(sessionId: string): Promise<ListsSnapshot> {
     const keys = sessionKeys(sessionId);
@@ -369,7 +345,7 @@ export class SuggestionStore {
 
   /**
    * Every record of a session's log, in stream order: O(records). The service never
-   * reads this way; it is the log `foldLog` reads, for tests and tools.
+   * reads this way; it is the log the tests' `foldLog` reads, for tests and tools.
    */
   async readLog(sessionId: string): Promise<LogRecord[]> {
     const entries = await this.redis.xrange(sessionKeys(sessionId).log, "-", "+");

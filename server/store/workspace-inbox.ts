@@ -51,66 +51,47 @@ function tokenMap(flat: ScriptReply[number]): Map<string, string> {
  * read: the index never lacks an open offer nor keeps a settled one. While Redis refuses
  * writes (out of memory, a disk that refuses them) a read writes nothing: pending chats
  * are read from their logs unfenced and stay pending (store/log-reads.ts). No script
- * touches a session's keys and the index together, unless `announceInAppend` (a single
- * Redis, by the operator's choice: SINGLE_REDIS_SCRIPTS) makes the two steps one.
- * Records written around the service (not by its scripts) reach the index at the chat's
- * next write or a rebuild (store/inbox-rebuild.ts).
+ * touches a session's keys and the index together. Records written around the service
+ * (not by its scripts) reach the index at the chat's next write or a rebuild
+ * (store/inbox-rebuild.ts).
  * Pinned by test/store/inbox-model.test.ts.
  */
 export class WorkspaceInbox {
-  /**
-   * Whether an append makes its announcement itself (`<name>Announced`, store/scripts.ts
-   * `announcedForm`): only when asked (SINGLE_REDIS_SCRIPTS), for a single Redis where
-   * the workspace's keys and the chat's live on one node; never on a cluster.
-   */
-  readonly announceInAppend: boolean;
   /** RETENTION_DAYS in ms (0: none): chats may expire, and a read drops those that did. */
   readonly retentionMs: number;
 
   /**
    * Whether an append tells the workspace's channel itself (SPUBLISH from its script,
-   * right after the write): on a single Redis, where a script may publish on any
+   * right after the write): on a standalone Redis, where a script may publish on any
    * channel. On a cluster the channel lives in the workspace's slot, most often on
    * another node than the chat's, where a script may not publish: the writer tells it
    * once the append answered (`tell`), so a crash in between leaves the workspace's
    * watchers behind until its next change (the index itself stays right: the chat is
    * pending there since its announcement).
    */
-  readonly tellsInAppend: boolean;
+  readonly tellsInScript: boolean;
 
-  /**
-   * @param options.announceInAppend true: the appends announce (a single Redis only);
-   *   false, the default: every announcement is a call of its own, as on a cluster.
-   * @param options.retentionMs RETENTION_DAYS in ms; 0, the default: chats never expire.
-   * @param options.tellInAppend false: the appends leave the workspace's channel to
-   *   the writer (`tell`), as a Redis with `cluster-enabled yes` requires even through
-   *   a plain client; never true on a `Cluster` client.
-   */
+  /** @param options.retentionMs RETENTION_DAYS in ms; 0, the default: chats never expire. */
   constructor(
     readonly redis: Redis | Cluster,
-    options: {
-      readonly announceInAppend?: boolean;
-      readonly retentionMs?: number;
-      readonly tellInAppend?: boolean;
-    } = {},
+    options: { readonly retentionMs?: number } = {},
   ) {
-    this.announceInAppend = !redis.isCluster && (options.announceInAppend ?? false);
     this.retentionMs = options.retentionMs ?? 0;
-    this.tellsInAppend = !redis.isCluster && (options.tellInAppend ?? true);
+    this.tellsInScript = !redis.isCluster;
   }
 
   /** The workspace channel's parts as the appends carry them (keys.ts `workspaceChannelParts`). */
   get channelParts(): readonly [string, string] {
-    return workspaceChannelParts(this.tellsInAppend);
+    return workspaceChannelParts(this.tellsInScript);
   }
 
   /**
    * Tells the watchers of the workspace that a chat of it changed (SPUBLISH on its
-   * channel, in its slot), when the appends do not (`tellsInAppend`); not awaited by the
+   * channel, in its slot), when the appends do not (`tellsInScript`); not awaited by the
    * writer, and a failure only delays the watchers until the next change.
    */
   tell(workspaceId: string, sessionId: string): void {
-    if (this.tellsInAppend || workspaceId === "") return;
+    if (this.tellsInScript || workspaceId === "") return;
     this.redis.spublish(workspaceKeys(workspaceId).changes, sessionId).catch(() => {
       // The workspace's node is down: its watchers fail on their next read anyway.
     });
@@ -168,20 +149,12 @@ export class WorkspaceInbox {
 
   /**
    * What an append of the chat carries to be announced in the workspace with a token of
-   * at least `minimum`: the announcement itself, for the append's `<name>Announced` form,
-   * or a token announced now (`announce`), one round trip before the append.
+   * at least `minimum`: a token announced now (`announce`), one round trip before the
+   * append.
    */
   async announcement(workspaceId: string, sessionId: string, minimum = 0): Promise<InboxToken> {
-    if (!this.announceInAppend) {
-      const token = String(await this.announce(workspaceId, sessionId, minimum));
-      return { token, workspace: workspaceId };
-    }
-    const keys = workspaceKeys(workspaceId);
-    return {
-      token: "",
-      workspace: workspaceId,
-      inAppend: [keys.chats, keys.pending, sessionId, String(minimum)],
-    };
+    const token = String(await this.announce(workspaceId, sessionId, minimum));
+    return { token, workspace: workspaceId };
   }
 
   /**

@@ -48,13 +48,12 @@ test("an inbox over chats of every primary reads, and rebuilds from the logs, th
   expect(await read()).toEqual(before);
 }, 60_000);
 
-test("on a cluster every announcement is a call of its own, even when asked to be made in the append", async () => {
-  // The inbox's keys and the chat's hash to different slots (store/scripts.ts
-  // `announcedForm` is for a single Redis).
-  expect(store.inbox.announceInAppend).toBe(false);
-  const asked = new WorkspaceInbox(redis, { announceInAppend: true });
-  expect(asked.announceInAppend).toBe(false);
-  const at = await asked.announcement(uniqueId("ws"), uniqueId(), 0);
-  expect(at.inAppend).toBeUndefined();
+test("on a cluster an announcement is a call of its own, in the workspace's slot, and the append tells the workspace's channel from the writer", async () => {
+  // The inbox's keys and the chat's hash to different slots.
+  const inbox = new WorkspaceInbox(redis);
+  expect(inbox.tellsInScript).toBe(false);
+  const workspaceId = uniqueId("ws");
+  const at = await inbox.announcement(workspaceId, uniqueId(), 0);
+  expect(at.workspace).toBe(workspaceId);
   expect(Number(at.token)).toBeGreaterThan(0);
 });

@@ -1,12 +1,8 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { describe, expect, test } from "vitest";
 import { type Suggestion, SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import {
-  foldLog,
-  type LogRecord,
-  listsFromOffers,
-  parseEntries,
-} from "../../server/domain/fold.js";
+import { type LogRecord, listsFromOffers, parseEntries } from "../../server/domain/fold.js";
+import { foldLog } from "../support/model/fold.js";
 
 let seq = 0;
 /** A record as the stream would hold it; entry ids grow by one ms per record. */

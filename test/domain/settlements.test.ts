@@ -6,8 +6,8 @@ import {
   SuggestionState,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { checkCursor, compareStreamIds, LAST_STREAM_ID } from "../../server/domain/cursor.js";
-import { foldLog, type LogRecord } from "../../server/domain/fold.js";
-import { foldSettlements } from "../../server/domain/settlements.js";
+import type { LogRecord } from "../../server/domain/fold.js";
+import { foldLog, foldSettlements } from "../support/model/fold.js";
 
 let seq = 0;
 function rec(fields: Record<string, string>): LogRecord {

@@ -2,7 +2,6 @@ import { ConnectError } from "@connectrpc/connect";
 import { afterAll, expect, test } from "vitest";
 import { MessageAuthor } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import { foldLog } from "../../server/domain/fold.js";
 import { LIFETIME_LIMIT, OPEN_LIMIT } from "../../server/domain/limits.js";
 import {
   type RedisServerProcess,
@@ -19,6 +18,7 @@ import {
   tempDir,
   uniqueId,
 } from "../support/harness.js";
+import { foldLog } from "../support/model/fold.js";
 import { offeredRecords } from "../support/suggest.js";
 
 /*

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import { foldLog } from "../../server/domain/fold.js";
 import {
   type RedisServerProcess,
   startRedisServer,
@@ -8,6 +7,7 @@ import {
 import { sessionKeys } from "../../server/store/keys.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { type Clients, eventually, putSession, tempDir, uniqueId } from "../support/harness.js";
+import { foldLog } from "../support/model/fold.js";
 import { useTestServer } from "../support/server-fixture.js";
 import { offerOne } from "../support/suggest.js";
 

@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, test } from "vitest";
-import { foldLog } from "../../server/domain/fold.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
 import { sessionKeys } from "../../server/store/keys.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { WorkspaceInbox } from "../../server/store/workspace-inbox.js";
 import { type Clients, putSession, uniqueId } from "../support/harness.js";
 import { ids } from "../support/lists.js";
+import { foldLog } from "../support/model/fold.js";
 import { keysHolding } from "../support/redis-dump.js";
 import { useTestServer } from "../support/server-fixture.js";
 import { keysOf, nextTurnId } from "../support/suggest.js";
@@ -22,11 +22,7 @@ import { keysOf, nextTurnId } from "../support/suggest.js";
 let clients: Clients;
 let redis: RedisClient;
 let store: SuggestionStore;
-// As on a cluster: every inbox announcement a call of its own, a Start three steps.
-const perCall = useTestServer();
-// A single Redis by the operator's choice: announcements in the appends, a Start on
-// the embedded host one script (ignored on a cluster, which runs the other way twice).
-const single = useTestServer({ settings: { singleRedisScripts: true } });
+const service = useTestServer();
 
 const ROUNDS = 40;
 
@@ -42,13 +38,10 @@ async function storeOffer(sessionId: string, workspaceId: string, marker: string
 /** Resolves after a random few milliseconds, so the racers interleave differently. */
 const jitter = () => new Promise((r) => setTimeout(r, Math.floor(Math.random() * 4)));
 
-describe.each([
-  ["announcements of their own", perCall, false],
-  ["the single-Redis scripts", single, true],
-])("with %s", (_, service, announceInAppend) => {
+describe("DeleteSuggestions", () => {
   test(`offers, settlements and a Start racing an erasure, ${ROUNDS} times: never a chat half erased`, async () => {
     ({ clients, redis } = service);
-    store = new SuggestionStore(redis, new WorkspaceInbox(redis, { announceInAppend }));
+    store = new SuggestionStore(redis, new WorkspaceInbox(redis));
     for (let round = 0; round < ROUNDS; round++) {
       const workspaceId = uniqueId("ws");
       const sessionId = uniqueId();

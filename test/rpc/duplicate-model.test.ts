@@ -8,10 +8,11 @@ import {
   type Suggestion,
   SuggestionState,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import { duplicateOf } from "../../server/domain/duplicate-offer.js";
-import { foldLog, parseEntries } from "../../server/domain/fold.js";
+import { parseEntries } from "../../server/domain/fold.js";
 import { sessionKeys } from "../../server/store/keys.js";
 import { connectErrorOf, putSession, uniqueId } from "../support/harness.js";
+import { duplicateOf } from "../support/model/duplicate-offer.js";
+import { foldLog } from "../support/model/fold.js";
 import { useTestServer } from "../support/server-fixture.js";
 import { expectRefusal, nextTurnId, REFUSAL_TEXT, refusalOf } from "../support/suggest.js";
 

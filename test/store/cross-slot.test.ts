@@ -49,11 +49,9 @@ afterAll(async () => {
   await slotServer?.stop();
   slotDir?.remove();
 });
-// As on a cluster: every inbox announcement a call of its own (on a single Redis the
-// service makes it in the append, store/scripts.ts `announcedForm`; never on a cluster).
 const t = useTestServer({
   redisUrl: () => flow.url,
-  settings: { startLockTtlMs: 60, singleRedisScripts: false },
+  settings: { startLockTtlMs: 60 },
 });
 
 /** Every call of the service, with a few races, so that every script and path runs. */
@@ -76,10 +74,7 @@ async function fullFlow(): Promise<void> {
   await offerOne(clients, sessionId, "D").catch(() => undefined); // the open limit
   // The settle script alone, and settleAndList, as the store offers them (the service's
   // own settlements run settle-3.lua inside settleAndRead-3.lua).
-  const store = new SuggestionStore(
-    t.redis,
-    new WorkspaceInbox(t.redis, { announceInAppend: false }),
-  );
+  const store = new SuggestionStore(t.redis, new WorkspaceInbox(t.redis));
   await store.offer(
     sessionId,
     { id: "e", turnId: "turn-e", toolCallId: "", title: "E", tldr: "e", brief: "e" },
@@ -305,9 +300,7 @@ test("every script, transaction and command of the full flow touches one slot, t
           : [],
     ),
   );
-  // The announced forms span a chat's slot and its workspace's: a single Redis only
-  // (test/store/single-redis-scripts.test.ts).
-  for (const script of loadScripts().filter((s) => s.singleRedis === undefined)) {
+  for (const script of loadScripts()) {
     const sha = createHash("sha1").update(script.lua).digest("hex");
     expect(
       ran.has(sha),

@@ -7,10 +7,10 @@ import {
   SuggestionState,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { settlementNotes } from "../../sdk/src/settlement-notes.js";
-import { foldLog, parseEntries } from "../../server/domain/fold.js";
-import { foldSettlements } from "../../server/domain/settlements.js";
+import { parseEntries } from "../../server/domain/fold.js";
 import { sessionKeys } from "../../server/store/keys.js";
 import { putSession, uniqueId } from "../support/harness.js";
+import { foldLog, foldSettlements } from "../support/model/fold.js";
 import { useTestServer } from "../support/server-fixture.js";
 import { NOTE } from "../support/settlements.js";
 

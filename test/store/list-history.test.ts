@@ -3,12 +3,13 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { buildChat } from "../../bench/history.js";
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import { foldLog, type SuggestionLists } from "../../server/domain/fold.js";
+import type { SuggestionLists } from "../../server/domain/fold.js";
 import { sessionKeys } from "../../server/store/keys.js";
 import { ListsCache } from "../../server/store/lists-cache.js";
 import { createRedisClient } from "../../server/store/scripts.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { ownRedis } from "../support/harness.js";
+import { foldLog } from "../support/model/fold.js";
 
 /*
  * Issue 7, history independence: a chat whose stream holds 10,000 records (dismiss and

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { foldLog, listsFromOffers, offerRecordsOf } from "../../server/domain/fold.js";
+import { listsFromOffers, offerRecordsOf } from "../../server/domain/fold.js";
 import type { Outcome } from "../../server/domain/settlement.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
 import { sessionKeys } from "../../server/store/keys.js";
@@ -9,6 +9,7 @@ import { openOffersOf, readWholeLog } from "../../server/store/log-reads.js";
 import { type ListsSnapshot, SuggestionStore } from "../../server/store/suggestion-store.js";
 import { redisClient, uniqueId } from "../support/harness.js";
 import { appendRaw, projectionFold } from "../support/lists.js";
+import { foldLog } from "../support/model/fold.js";
 
 /*
  * The service reads the lists through the projection (lua/readLists-2.lua and

@@ -1,6 +1,5 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { foldLog } from "../../server/domain/fold.js";
 import type { Outcome } from "../../server/domain/settlement.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
 import { sessionKeys } from "../../server/store/keys.js";
@@ -8,6 +7,7 @@ import type { ScriptReply } from "../../server/store/scripts.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { redisClient, uniqueId } from "../support/harness.js";
 import { appendRaw } from "../support/lists.js";
+import { foldLog } from "../support/model/fold.js";
 
 /*
  * A read of a chat whose log only grew since the version the reader holds gets only the

@@ -66,7 +66,7 @@ describe("withdraw-3.lua", () => {
     expect((await s.withdraw("Same"))[1]).toEqual(offerA);
   });
 
-  // Told by the script on a single Redis only (keys.ts `workspaceChannelParts`).
+  // Told by the script on a standalone Redis only (keys.ts `workspaceChannelParts`).
   test.runIf(!redis.isCluster)(
     "0 WITHDRAWN in a workspace: the entry id is told on the workspace's channel",
     async () => {

@@ -1,11 +1,6 @@
 import { toBinary } from "@bufbuild/protobuf";
 import { afterAll, describe, expect, test } from "vitest";
-import {
-  FolderKind,
-  MessageAuthor,
-  type Session,
-  SessionSchema,
-} from "../../gen/oda/suggest/v1/chat_host_pb.js";
+import { FolderKind, type Session, SessionSchema } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { EmbeddedChatHost } from "../../server/host/embedded-host.js";
 import { subscriberConnection } from "../../server/redis/redis-client.js";
@@ -23,8 +18,7 @@ import { storeOffer } from "../support/suggest.js";
 
 /*
  * StartSuggestion's two steps on the session's slot (lua/beginStart-4.lua,
- * lua/settleStart-5.lua), and the second with the embedded host's writes
- * (lua/settleStartEmbedded-9.lua), through store/start-steps.ts, on the suite's redis-server:
+ * lua/settleStart-5.lua), through store/start-steps.ts, on the suite's redis-server:
  * every result of each script's header, and what it left in Redis.
  */
 
@@ -149,73 +143,5 @@ describe("settleStart-5.lua", () => {
     const settled = await settleStart(store, c.sessionId, c.suggestionId, "chat-1", "tok-1");
     expect(settled.outcome.kind).toBe("recorded");
     expect(await redis.exists(c.lock)).toBe(0);
-  });
-});
-
-describe("settleStartEmbedded-9.lua (a single Redis)", () => {
-  /** The embedded host's writes of the chat a Start of `c` creates, and of its brief. */
-  function writes(c: Awaited<ReturnType<typeof chatWithOffer>>) {
-    const chat = host.chatWrite({
-      idempotencyKey: `start:${c.sessionId}:${c.suggestionId}`,
-      workspaceId: "ws-start",
-      title: "T",
-      origin: { sessionId: c.sessionId, suggestionId: c.suggestionId },
-    });
-    const { write: brief } = host.messageWrite({
-      idempotencyKey: `brief:${c.sessionId}:${c.suggestionId}`,
-      chatId: chat.chatId,
-      text: "The brief.",
-      author: MessageAuthor.SUGGESTION,
-    });
-    const start = () => settleStart(store, c.sessionId, c.suggestionId, { chat, brief }, "tok-1");
-    const messages = async () =>
-      ((await host.getChat(chat.chatId)).chat?.messages ?? []).map((m) => m.text);
-    return { chat, start, messages };
-  }
-
-  test("the chat created, started recorded with it, the brief posted once, waiters told `delivered`", async () => {
-    for (const workspaceId of ["", "ws-start"]) {
-      const c = await chatWithOffer(workspaceId);
-      await redis.set(c.lock, "tok-1", "PX", 10_000);
-      const w = writes(c);
-      const l = await listen(c.sessionId);
-      const settled = await w.start().finally(async () => {
-        await eventually(async () => l.messages.length > 0);
-        await l.close();
-      });
-      // The brief is in: waiters answer the chat without posting it again.
-      expect(l.messages).toEqual([`${c.suggestionId} delivered`]);
-      expect(settled.outcome.kind).toBe("recorded");
-      expect(settled.briefPosted).toBe(true);
-      expect(settled.suggestion).toMatchObject({
-        state: SuggestionState.STARTED,
-        chatId: w.chat.chatId,
-      });
-      expect(await redis.exists(c.lock)).toBe(0);
-      expect((await host.getChat(w.chat.chatId)).chat?.title).toBe("T");
-      expect(await w.messages()).toEqual(["The brief."]);
-      // Again (a retried holder): already started, nothing posted by the script, once still.
-      const again = await w.start();
-      expect([again.outcome.kind, again.briefPosted]).toEqual(["already", false]);
-      expect(await w.messages()).toEqual(["The brief."]);
-    }
-  });
-
-  test("dismissed before the step: the chat is created empty, no brief, not-open", async () => {
-    const c = await chatWithOffer();
-    await store.settle(c.sessionId, c.suggestionId, "dismissed");
-    await redis.set(c.lock, "tok-1", "PX", 10_000);
-    const w = writes(c);
-    const l = await listen(c.sessionId);
-    const settled = await w.start().finally(async () => {
-      await eventually(async () => l.messages.length > 0);
-      await l.close();
-    });
-    expect(l.messages).toEqual([`${c.suggestionId} released`]);
-    expect(settled.outcome).toMatchObject({ kind: "not-open", state: SuggestionState.DISMISSED });
-    expect(settled.briefPosted).toBe(false);
-    expect(await redis.exists(c.lock)).toBe(0);
-    expect(await w.messages()).toEqual([]);
-    expect(await redis.exists(hostKeys(w.chat.chatId).messageIds)).toBe(0);
   });
 });

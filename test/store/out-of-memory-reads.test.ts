@@ -1,6 +1,5 @@
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { foldLog } from "../../server/domain/fold.js";
 import { foldSettlements } from "../../server/domain/settlements.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
 import { sessionKeys, workspaceKeys } from "../../server/store/keys.js";
@@ -8,6 +7,7 @@ import { createRedisClient } from "../../server/store/scripts.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { WorkspaceInbox } from "../../server/store/workspace-inbox.js";
 import { uniqueId } from "../support/harness.js";
+import { foldLog } from "../support/model/fold.js";
 import { dumpRedis } from "../support/redis-dump.js";
 import { useOwnRedis } from "../support/server-fixture.js";
 import { storeOffer } from "../support/suggest.js";

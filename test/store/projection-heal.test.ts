@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { foldLog } from "../../server/domain/fold.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
 import { sessionKeys } from "../../server/store/keys.js";
 import { type NewOffer, SuggestionStore } from "../../server/store/suggestion-store.js";
 import { redisClient, uniqueId } from "../support/harness.js";
 import { projectionFold, withoutFences } from "../support/lists.js";
+import { foldLog } from "../support/model/fold.js";
 
 /*
  * The projection hash is a cache of the log's fold (store/lua/includes/projection.lua).

@@ -1,13 +1,10 @@
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach, expect, test } from "vitest";
 import { recordsWrites } from "../../server/redis/script-call.js";
 import { loadScripts } from "../../server/store/scripts.js";
-import { redisClient, tempDir, uniqueId } from "../support/harness.js";
-
-/** The service's scripts folder. */
-const LUA = new URL("../../server/store/lua/", import.meta.url);
+import { tempDir } from "../support/harness.js";
 
 /** The script loader (server/store/scripts.ts): names, includes and the naming rule. */
 
@@ -28,14 +25,7 @@ function scriptsFolder(files: Record<string, string>): URL {
 
 test("the service's scripts: each named by its file, with its number of keys", () => {
   const scripts = Object.fromEntries(loadScripts().map((s) => [s.name, s.numberOfKeys]));
-  // With the announced forms of the six appends that carry an inbox token: two more keys.
   expect(scripts).toEqual({
-    offerAnnounced: 5,
-    settleAnnounced: 5,
-    settleAndReadAnnounced: 5,
-    settleStartAnnounced: 7,
-    settleStartEmbeddedAnnounced: 11,
-    withdrawAnnounced: 5,
     abandonStart: 4,
     announce: 2,
     beginStart: 4,
@@ -54,26 +44,9 @@ test("the service's scripts: each named by its file, with its number of keys", (
     settle: 3,
     settleAndRead: 3,
     settleStart: 5,
-    settleStartEmbedded: 9,
     settlements: 2,
     withdraw: 3,
   });
-});
-
-test("only the announced forms and settleStartEmbedded span slots: a single Redis runs them alone", () => {
-  const spanning = loadScripts()
-    .filter((s) => s.singleRedis === true)
-    .map((s) => s.name)
-    .sort();
-  expect(spanning).toEqual([
-    "offerAnnounced",
-    "settleAndReadAnnounced",
-    "settleAnnounced",
-    "settleStartAnnounced",
-    "settleStartEmbedded",
-    "settleStartEmbeddedAnnounced",
-    "withdrawAnnounced",
-  ]);
 });
 
 test("every script that writes, caches included, carries no script flag, so that Redis refuses it whole when out of memory; only the cache-only reads' writes wait for no replica", () => {
@@ -139,51 +112,25 @@ test("`@script` inlines another script's text, with the scripts and includes it 
   );
 });
 
+test("an include may include others, inlined in its place, as includes/projection.lua gathers its parts", () => {
+  const dir = scriptsFolder({
+    "outer-1.lua": '--- @include "hub"\nreturn KEYS[1]\n',
+    "includes/hub.lua": '-- hub\n--- @include "first"\n--- @include "second"\n',
+    "includes/first.lua": "local a = 1",
+    "includes/second.lua": "local b = a",
+  });
+  expect(loadScripts(dir)[0]?.lua).toBe("-- hub\nlocal a = 1\nlocal b = a\n\nreturn KEYS[1]\n");
+});
+
+test("includes that include each other without end fail the load", () => {
+  const dir = scriptsFolder({
+    "loop-1.lua": '--- @include "me"\nreturn KEYS[1]\n',
+    "includes/me.lua": '--- @include "me"\n',
+  });
+  expect(() => loadScripts(dir)).toThrow("includes include each other more than 4 deep");
+});
+
 test("an include that does not exist fails the load", () => {
   const dir = scriptsFolder({ "broken-1.lua": '--- @include "missing"\nreturn KEYS[1]' });
   expect(() => loadScripts(dir)).toThrow(/ENOENT/);
-});
-
-test("`@announced <i>` adds `<name>Announced`: the announcement, then the script as it is, with the token as its ARGV[i]", async () => {
-  const dir = scriptsFolder({
-    "echo-2.lua":
-      "--[[ echoes ]]\n--- @announced 2\nreturn { #KEYS, KEYS[1], KEYS[2], #ARGV, ARGV[1], ARGV[2], ARGV[3] }\n",
-    "includes/announce.lua": readFileSync(new URL("includes/announce.lua", LUA), "utf8"),
-  });
-  const scripts = loadScripts(dir);
-  expect(scripts.map((s) => [s.name, s.numberOfKeys, s.announces])).toEqual([
-    ["echo", 2, undefined],
-    ["echoAnnounced", 4, "echo"],
-  ]);
-  const redis = redisClient();
-  try {
-    for (const s of scripts)
-      redis.defineCommand(s.name, { numberOfKeys: s.numberOfKeys, lua: s.lua });
-    const chats = uniqueId("chats");
-    const pending = uniqueId("pending");
-    const call = (redis as unknown as Record<string, (...a: string[]) => Promise<unknown[]>>)
-      .echoAnnounced as (...a: string[]) => Promise<unknown[]>;
-    const reply = await call.call(redis, "k1", "k2", chats, pending, "a1", "", "a3", "chat-1", "7");
-    const token = await redis.hget(chats, "t:chat-1");
-    expect(Number(token)).toBeGreaterThan(Date.now() * 1000 - 60_000_000);
-    expect(reply).toEqual([2, "k1", "k2", 3, "a1", token, "a3"]);
-    expect(await redis.smembers(pending)).toEqual(["chat-1"]);
-    expect(await redis.hget(chats, "seq")).toBe(token);
-    // The least token is honoured, as by announce-2.lua.
-    const above = await call.call(
-      redis,
-      "k1",
-      "k2",
-      chats,
-      pending,
-      "a1",
-      "",
-      "a3",
-      "chat-1",
-      "4000000000000000",
-    );
-    expect(above[5]).toBe("4000000000000000");
-  } finally {
-    redis.disconnect();
-  }
 });

@@ -1,8 +1,7 @@
 import { afterAll, expect, test } from "vitest";
-import { callAppend, type InboxToken } from "../../server/store/inbox-token.js";
+import type { InboxToken } from "../../server/store/inbox-token.js";
 import { sessionKeys } from "../../server/store/keys.js";
 import { settleArgs, settleOutcome } from "../../server/store/script-replies.js";
-import type { ScriptReply } from "../../server/store/scripts.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { WorkspaceInbox } from "../../server/store/workspace-inbox.js";
 import { redisClient, uniqueId } from "../support/harness.js";
@@ -18,10 +17,7 @@ import { storeOffer } from "../support/suggest.js";
 const redis = redisClient();
 afterAll(() => redis.quit());
 
-/**
- * An inbox that counts its announcements, by workspace, whether made by a call of their
- * own or in the append (a single Redis: store/scripts.ts `announcedForm`).
- */
+/** An inbox that counts its announcements, by workspace. */
 class CountingInbox extends WorkspaceInbox {
   readonly announced: string[] = [];
   override announcement(workspaceId: string, sessionId: string, minimum = 0) {
@@ -40,19 +36,11 @@ async function rawDismiss(sessionId: string, suggestionId: string, token: string
   return announcedDismiss(sessionId, suggestionId, { token, workspace: ws });
 }
 
-/** settle-3.lua (or its announced form) as the store calls it: a dismissal carrying `at`. */
+/** settle-3.lua as the store calls it: a dismissal carrying `at`. */
 async function announcedDismiss(sessionId: string, suggestionId: string, at: InboxToken) {
   const keys = sessionKeys(sessionId);
   const args = settleArgs(suggestionId, "dismissed", "", at.token, at.workspace);
-  return settleOutcome(
-    await callAppend<Promise<ScriptReply>>(
-      redis,
-      "settle",
-      [keys.log, keys.projection, keys.changes],
-      args,
-      at,
-    ),
-  );
+  return settleOutcome(await redis.settle(keys.log, keys.projection, keys.changes, ...args));
 }
 
 test("an offer this instance has read: one announcement in its workspace, the settle run once", async () => {
@@ -64,7 +52,7 @@ test("an offer this instance has read: one announcement in its workspace, the se
   inbox.announced.length = 0;
   const tries: string[] = [];
   const settled = await store.announcedSettle(sessionId, suggestionId, async (at) => {
-    tries.push(`${at.workspace}:${at.token === "" && !at.inAppend ? "none" : "token"}`);
+    tries.push(`${at.workspace}:${at.token === "" ? "none" : "token"}`);
     return announcedDismiss(sessionId, suggestionId, at);
   });
   expect(settled.kind).toBe("recorded");

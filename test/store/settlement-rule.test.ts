@@ -5,12 +5,12 @@ import {
   OUTCOMES,
   type Outcome,
   STANDING_WORDS,
-  settleAnswer,
   stateAfter,
 } from "../../server/domain/settlement.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { redisClient, uniqueId } from "../support/harness.js";
+import { settleAnswer } from "../support/model/settlement.js";
 
 /*
  * The settlement rule and the quotas live in server/domain/ (settlement.ts, limits.ts);

@@ -1,14 +1,13 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { LAST_STREAM_ID } from "../../server/domain/cursor.js";
-import { foldLog } from "../../server/domain/fold.js";
 import type { Outcome } from "../../server/domain/settlement.js";
-import { foldSettlements } from "../../server/domain/settlements.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
 import { sessionKeys } from "../../server/store/keys.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { redisClient, uniqueId } from "../support/harness.js";
 import { appendRaw, projectionFold } from "../support/lists.js";
+import { foldLog, foldSettlements } from "../support/model/fold.js";
 
 /*
  * ListSettlements reads through the projection (lua/settlements-2.lua): the records after

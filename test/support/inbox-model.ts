@@ -23,14 +23,6 @@ export interface Offer {
 export class FaultyInbox extends WorkspaceInbox {
   next: "none" | "die" | "pause" = "none";
   gate: Promise<void> = Promise.resolve();
-  /**
-   * @param announceInAppend false (the default): every announcement a call of its own, so
-   *   that a fault can come between it and the append; true: made in the append, where
-   *   none can (store/scripts.ts `announcedForm`).
-   */
-  constructor(redis: ConstructorParameters<typeof WorkspaceInbox>[0], announceInAppend = false) {
-    super(redis, { announceInAppend });
-  }
   override async announce(workspaceId: string, sessionId: string, minimum = 0): Promise<number> {
     const token = await super.announce(workspaceId, sessionId, minimum);
     const fault = this.next;

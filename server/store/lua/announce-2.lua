@@ -3,8 +3,7 @@
   Announces a chat in a workspace's inbox index before an offer or a restore is
   appended to its log (store/workspace-inbox.ts): the chat is marked pending, so that
   the next read reads it back from its log, and gets a new token, which the append
-  checks against the chat's fence. On a single Redis the append makes the announcement
-  itself, in its `<name>Announced` form (store/scripts.ts `announcedForm`).
+  checks against the chat's fence.
 
   KEYS[1] chats    the workspace's chats hash (seq, t:<session>, m:<session>)
   KEYS[2] pending  the workspace's set of pending chats

@@ -38,7 +38,6 @@
     8 DUP_DISMISSED  an offer the person dismissed has it (one the agent withdrew
                   does not count)
 ]]
---- @announced 11
 --- @include "projection"
 
 local log, proj, changes = KEYS[1], KEYS[2], KEYS[3]

@@ -41,7 +41,6 @@
                  nothing recorded: announce the chat in that workspace above the
                  fence and repeat
 ]]
---- @announced 5
 --- @include "projection"
 
 local log, proj, changes = KEYS[1], KEYS[2], KEYS[3]

@@ -11,7 +11,6 @@
 
   Result: { settle-3.lua's reply, readSuggestion-2.lua's reply }
 ]]
---- @announced 5
 --- @include "projection"
 --- @include "reads"
 

@@ -23,7 +23,6 @@
     held  1: the lock was the caller's and is gone; 0: it had lapsed or was another's;
           -1: kept (FENCED)
 ]]
---- @announced 5
 --- @include "locks"
 
 local function settleAndRead()

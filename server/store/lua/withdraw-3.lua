@@ -33,7 +33,6 @@
                      it; nothing recorded:
                      announce the chat in that workspace above the fence and repeat
 ]]
---- @announced 4
 --- @include "projection"
 
 local log, proj, changes = KEYS[1], KEYS[2], KEYS[3]

@@ -1,7 +1,5 @@
 --[[
-  The inbox announcement (store/workspace-inbox.ts) that announce-2.lua makes on its own
-  and that the `<name>Announced` form of an append makes in the same step
-  (store/scripts.ts `announcedForm`).
+  The inbox announcement (store/workspace-inbox.ts) that announce-2.lua makes.
 ]]
 
 -- Marks `session` pending in the workspace whose chats hash and pending set are given,

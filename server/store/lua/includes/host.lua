@@ -1,5 +1,5 @@
--- The embedded host's writes (host/embedded-host.ts), for createChat-2.lua,
--- postMessage-3.lua and settleStartEmbedded-9.lua.
+-- The embedded host's writes (host/embedded-host.ts), for createChat-2.lua and
+-- postMessage-3.lua.
 
 -- Sets the expiry of the host's records of a chat after a write: `retention` ms
 -- (RETENTION_DAYS) from now; '0', '' or none: none is set.

@@ -2,7 +2,6 @@ import { createHash } from "node:crypto";
 import { expect, test } from "vitest";
 import { MessageAuthor } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { AgentRole, SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import { configFromEnv } from "../../server/config.js";
 import { loadScripts } from "../../server/store/scripts.js";
 import { type Clients, putSession, uniqueId } from "../support/harness.js";
 import { type MonitoredCommand, startMonitor } from "../support/monitor.js";
@@ -10,28 +9,17 @@ import { useOwnRedis, useTestServer } from "../support/server-fixture.js";
 import { offerOne } from "../support/suggest.js";
 
 /*
- * On a single Redis, with SINGLE_REDIS_SCRIPTS (off by default), an append of a workspace's
- * chat makes its inbox announcement in the same script (store/scripts.ts
- * `announcedForm`): one round trip where a cluster makes two; and a Start's holder on the
- * embedded host creates the chat, records `started` and posts the brief in one script
- * (lua/settleStartEmbedded-9.lua) where a cluster makes three calls. The same flow of
- * every write that announces (an offer, a dismissal, a restore, a Start, a withdrawal)
- * runs through two servers on one Redis of this file's own, one with those scripts and
- * one with calls of their own (as on a cluster), under MONITOR: the first sends each
- * `announce` and the append after it as the append's announced form, and the Start's
- * three as one, and nothing else changes, neither the other calls nor what the chat, its
- * lists, the started chat and the workspace's inbox end up holding.
+ * One script per write, one way to call it: every write that announces in a workspace's
+ * inbox (an offer, a dismissal, a restore, a Start, a withdrawal) sends its announcement
+ * (lua/announce-2.lua) as a call of its own, then its append, and a Start's holder on the
+ * embedded host sends CreateChat, the `started` step and PostMessage as three. The same
+ * flow through a server on a Redis of this file's own, under MONITOR: the scripts it
+ * sends for the chat, in order, and what the chat, its lists, the started chat and the
+ * workspace's inbox end up holding.
  */
 
 const redis = useOwnRedis();
-const inAppend = useTestServer({
-  redisUrl: () => redis.url,
-  settings: { singleRedisScripts: true },
-});
-const separate = useTestServer({
-  redisUrl: () => redis.url,
-  settings: { singleRedisScripts: false },
-});
+const server = useTestServer({ redisUrl: () => redis.url });
 
 /** Script names by the SHA-1 that EVALSHA sends. */
 const scriptOf = new Map(
@@ -78,7 +66,7 @@ async function flow(clients: Clients) {
   const monitor = await startMonitor(redis.process.port);
   const left = await writes(clients, sessionId, workspaceId);
   const marker = uniqueId("end");
-  await inAppend.redis.echo(marker);
+  await server.redis.echo(marker);
   await monitor.seen((c) => c.args.some((a) => a.toString() === marker));
   const commands = await monitor.stop();
   // A script's first run on a Redis is an EVAL of its text (ioredis, after NOSCRIPT).
@@ -95,56 +83,24 @@ async function flow(clients: Clients) {
   return { left, scripts };
 }
 
-test("each announcement is made in the append after it, a Start's holder steps are one script, and the chat and its inbox end the same", async () => {
-  const apart = await flow(separate.clients);
-  const together = await flow(inAppend.clients);
+test("each announcement is a call of its own before its append, a Start's holder steps are three, and the chat and its inbox end as the writes say", async () => {
+  const { left, scripts } = await flow(server.clients);
 
-  // Seven writes announce: three offers, the dismissal, the restore, the Start's
-  // `started` and the withdrawal (refused once first for want of a token: only its
-  // script finds the offer, and with it the workspace).
-  expect(apart.scripts.filter((name) => name === "announce")).toHaveLength(7);
-  const folded: string[] = [];
-  for (const name of apart.scripts) {
-    if (folded.at(-1) === "announce") folded[folded.length - 1] = `${name}Announced`;
-    else folded.push(name);
-  }
-  // On the embedded host, the holder's CreateChat, `started` and PostMessage are one.
-  const start = ["createChat", "settleStartAnnounced", "postMessage"];
-  const i = folded.indexOf("createChat");
-  expect(folded.slice(i, i + 3)).toEqual(start);
-  folded.splice(i, 3, "settleStartEmbeddedAnnounced");
-  expect(together.scripts).toEqual(folded);
-  expect(together.scripts).toEqual([
-    "offerAnnounced",
-    "offerAnnounced",
-    "offerAnnounced",
-    "readLists",
-    "settleAndReadAnnounced",
-    "settleAndReadAnnounced",
-    "beginStart",
-    "settleStartEmbeddedAnnounced",
-    "withdraw",
-    "withdrawAnnounced",
-    "readLists",
+  expect(scripts).toEqual([
+    ...["announce", "offer", "announce", "offer", "announce", "offer", "readLists"],
+    ...["announce", "settleAndRead", "announce", "settleAndRead", "beginStart"],
+    // CreateChat leaves before the `started` step's announcement; the brief after it.
+    ...["createChat", "announce", "settleStart", "postMessage"],
+    // The withdrawal is refused once first for want of a token: only its script finds
+    // the offer, and with it the workspace.
+    ...["withdraw", "announce", "withdraw", "readLists"],
     // The inbox read finds the chat pending: read back from its log, and written.
-    "inboxChat",
-    "inboxPut",
+    ...["inboxChat", "inboxPut"],
   ]);
-
-  expect(together.left).toEqual(apart.left);
-  expect(together.left).toEqual({
+  expect(left).toEqual({
     open: ["A:OPEN"],
     settled: ["B:STARTED", "C:DISMISSED"],
     inbox: ["true:A"],
     started: { title: "B", workspace: true, messages: ["SUGGESTION:Do the follow-up."] },
   });
-});
-
-test("SINGLE_REDIS_SCRIPTS: off by default (each script one session's keys), 1 turns it on", () => {
-  expect(configFromEnv({}).singleRedisScripts).toBe(false);
-  expect(configFromEnv({ SINGLE_REDIS_SCRIPTS: "1" }).singleRedisScripts).toBe(true);
-  expect(configFromEnv({ SINGLE_REDIS_SCRIPTS: "0" }).singleRedisScripts).toBe(false);
-  expect(() => configFromEnv({ SINGLE_REDIS_SCRIPTS: "no" })).toThrow(
-    'SINGLE_REDIS_SCRIPTS must be 1, 0, true or false (got "no")',
-  );
 });
