@@ -38,7 +38,6 @@ import { createConnectAdapter } from "./transport/connect-adapter.js";
 import { withCors } from "./transport/cors.js";
 import { followConnections } from "./transport/drain.js";
 import { createGrpcFastPath } from "./transport/grpc-fast-path.js";
-import { withSpecGrpcMessage } from "./transport/grpc-message.js";
 import type { DualHandler } from "./transport/handler-types.js";
 import { configureProtobufText } from "./transport/request-text.js";
 
@@ -109,7 +108,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
       settings.metricsPort === undefined ? parts.credentials : undefined,
     ),
   });
-  const server = await listener(settings, withSpecGrpcMessage(corsOf(settings, handler)), fastPath);
+  const server = await listener(settings, corsOf(settings, handler), fastPath);
   const connections = followConnections(server);
   const port = await listen(server, settings, parts.telemetry);
   const metrics =
