@@ -73,9 +73,8 @@ export interface SuggestServer {
  * Resolves once it listens.
  */
 export async function startSuggestServer(settings: ServerSettings): Promise<SuggestServer> {
-  // Start-up step 1, process-wide: invalid UTF-8 in a request is refused naming its field
-  // (server/transport/request-text.ts), clients in the process decode as usual, and text
-  // is encoded through Node's Buffer.
+  // Start-up step 1, process-wide: protobuf-es encodes text through Node's Buffer
+  // (server/transport/request-text.ts); its decoding is left as it is.
   configureProtobufText();
   const parts = createParts(settings, await clientCertsOf(settings));
   await refuseUnfitStore(parts, settings);
