@@ -37,7 +37,7 @@ import { WorkspaceInbox } from "./store/workspace-inbox.js";
 import { createConnectAdapter } from "./transport/connect-adapter.js";
 import { withCors } from "./transport/cors.js";
 import { followConnections } from "./transport/drain.js";
-import { createGrpcFastPath } from "./transport/grpc-fast-path.js";
+import { createGrpcFastPath } from "./transport/grpc-fast-path/grpc-fast-path.js";
 import type { DualHandler } from "./transport/handler-types.js";
 import { configureProtobufText } from "./transport/request-text.js";
 
