@@ -10,7 +10,7 @@
  *   table names), so the client keeps no HPACK state;
  * - response headers are never decoded (the server's HPACK state is never needed): a
  *   unary gRPC answer of this service is one message then trailers when its status is
- *   0, and trailers alone otherwise (server/transport/grpc-fast-path.ts, and connect-node
+ *   0, and trailers alone otherwise (server/transport/grpc-fast-path/, and connect-node
  *   likewise), so a call succeeded when its stream brought one message and ended without
  *   a reset. test/bench/h2-frames.test.ts pins that rule against the service; the callers
  *   check the message itself where it says more (SuggestTask's is the recorded offer);

@@ -83,7 +83,7 @@ export interface ServiceConfig {
   readonly corsAllowedOrigins: readonly string[];
   /** pino's level for the call log: fatal, error, warn, info, debug, trace or silent. */
   readonly logLevel: string;
-  /** Unary binary gRPC answered straight on HTTP/2 streams (server/transport/grpc-fast-path.ts). */
+  /** Unary binary gRPC answered straight on HTTP/2 streams (server/transport/grpc-fast-path/). */
   readonly grpcFastPath: boolean;
   /**
    * How many replicas must hold each write before it is acknowledged (Redis `WAIT`, sent

@@ -39,8 +39,7 @@ import { WorkspaceInbox } from "./store/workspace-inbox.js";
 import { createConnectAdapter } from "./transport/connect-adapter.js";
 import { withCors } from "./transport/cors.js";
 import { followConnections } from "./transport/drain.js";
-import { createGrpcFastPath } from "./transport/grpc-fast-path.js";
-import { withSpecGrpcMessage } from "./transport/grpc-message.js";
+import { createGrpcFastPath } from "./transport/grpc-fast-path/grpc-fast-path.js";
 import type { DualHandler } from "./transport/handler-types.js";
 import { configureProtobufText } from "./transport/request-text.js";
 
@@ -76,9 +75,8 @@ export interface SuggestServer {
  * Resolves once it listens.
  */
 export async function startSuggestServer(settings: ServerSettings): Promise<SuggestServer> {
-  // Start-up step 1, process-wide: invalid UTF-8 in a request is refused naming its field
-  // (server/transport/request-text.ts), clients in the process decode as usual, and text
-  // is encoded through Node's Buffer.
+  // Start-up step 1, process-wide: protobuf-es encodes text through Node's Buffer
+  // (server/transport/request-text.ts); its decoding is left as it is.
   configureProtobufText();
   const parts = createParts(settings, await clientCertsOf(settings));
   await refuseUnfitStore(parts, settings);
@@ -111,7 +109,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
       settings.metricsPort === undefined ? parts.credentials : undefined,
     ),
   });
-  const server = await listener(settings, withSpecGrpcMessage(corsOf(settings, handler)), fastPath);
+  const server = await listener(settings, corsOf(settings, handler), fastPath);
   const connections = followConnections(server);
   const port = await listen(server, settings, parts.telemetry);
   const metrics =

@@ -10,6 +10,7 @@ import {
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
 import { refusedGetMessage, withGetCaching } from "./connect-get.js";
+import { withSpecGrpcMessage } from "./grpc-message.js";
 import type { CallRefused, ConnectionValues } from "./handler-types.js";
 import { readCall } from "./request-body.js";
 import { REQUEST_READ_OPTIONS } from "./request-message.js";
@@ -50,7 +51,8 @@ const COMPRESSIONS = [compressionGzip, compressionBrotli];
  * - each call so refused is told to `refused`, and so logged and counted;
  * - unknown fields are dropped as messages are parsed;
  * - a Connect GET of a read (`idempotency_level = NO_SIDE_EFFECTS`, connect-node answers
- *   it) carries caching headers (`withGetCaching`).
+ *   it) carries caching headers (`withGetCaching`);
+ * - a gRPC status message is percent-encoded as the gRPC spec asks (`withSpecGrpcMessage`).
  * Pinned by test/e2e/bad-input.test.ts and test/e2e/bad-input-encodings.test.ts.
  */
 export function createConnectAdapter(
@@ -96,7 +98,7 @@ export function createConnectAdapter(
       .then((uRes) => (uReq.method === "GET" ? withGetCaching(uReq, uRes) : uRes))
       .then((uRes) => {
         for (const [name, value] of answerHeaders) uRes.header?.set(name, value);
-        return universalResponseToNodeResponse(uRes, res);
+        return universalResponseToNodeResponse(withSpecGrpcMessage(uRes), res);
       })
       .catch((reason: unknown) => {
         // A client that went away is no failure; anything else is logged, as connect-node does.

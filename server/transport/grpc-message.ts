@@ -1,4 +1,4 @@
-import type { DualHandler } from "./handler-types.js";
+import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
 
 /**
  * Encodes a status message as the gRPC spec asks: bytes from 0x20 to 0x7E stand as
@@ -15,35 +15,54 @@ export function encodeGrpcMessage(text: string): string {
   return out;
 }
 
-function respec(headers: unknown): unknown {
-  if (headers === null || typeof headers !== "object") return headers;
-  const h = headers as Record<string, unknown>;
-  const message = h["grpc-message"];
-  if (typeof message !== "string") return headers;
+/** `headers`' grpc-message in the spec's encoding (idempotent: the text is kept). */
+function respec(headers: Headers | undefined): void {
+  const message = headers?.get("grpc-message");
+  if (headers === undefined || message === null || message === undefined) return;
   let decoded: string;
   try {
     decoded = decodeURIComponent(message);
   } catch {
-    return headers;
+    return;
   }
-  return { ...h, "grpc-message": encodeGrpcMessage(decoded) };
+  headers.set("grpc-message", encodeGrpcMessage(decoded));
 }
 
 /**
- * Rewrites the `grpc-message` that connect-node writes (with `encodeURIComponent`, which
- * also encodes characters such as ';') into the spec's minimal encoding. Clients that
+ * `answer` with the `grpc-message` connect-node sets (with `encodeURIComponent`, which
+ * also encodes characters such as ';') in the spec's minimal encoding. Clients that
  * decode with `decodeURI`, as @grpc/grpc-js does, would otherwise show a refusal's ';'
- * as "%3B", and the model would read a text that is not the contract's. Pinned by
+ * as "%3B", and the model would read a text that is not the contract's.
+ *
+ * connect-node fills the answer's headers and trailers while its body is read, and
+ * writes the head after the first read: so the body is read through a wrapper that
+ * rewrites both after every read, before connect-node writes them. The answer's own
+ * `throw` and `return` are kept, so a failed write still reaches the handler. Pinned by
  * test/e2e/interop-grpc.test.ts.
  */
-export function withSpecGrpcMessage(handler: DualHandler): DualHandler {
-  return (req, res) => {
-    const writeHead = res.writeHead as (...args: unknown[]) => unknown;
-    const addTrailers = res.addTrailers as (headers: unknown) => void;
-    (res as { writeHead: unknown }).writeHead = (...args: unknown[]) =>
-      writeHead.apply(res, args.map(respec));
-    (res as { addTrailers: unknown }).addTrailers = (headers: unknown) =>
-      addTrailers.call(res, respec(headers));
-    handler(req, res);
+export function withSpecGrpcMessage(answer: UniversalServerResponse): UniversalServerResponse {
+  const body = answer.body;
+  if (body === undefined) {
+    respec(answer.header);
+    respec(answer.trailer);
+    return answer;
+  }
+  const respecAll = <R>(read: R): R => {
+    respec(answer.header);
+    respec(answer.trailer);
+    return read;
   };
+  const wrapped: AsyncIterable<Uint8Array> = {
+    [Symbol.asyncIterator]() {
+      const inner = body[Symbol.asyncIterator]();
+      const it: AsyncIterator<Uint8Array> = { next: () => inner.next().then(respecAll) };
+      if (inner.throw !== undefined) {
+        const fail = inner.throw.bind(inner);
+        it.throw = (e?: unknown) => fail(e).then(respecAll);
+      }
+      if (inner.return !== undefined) it.return = inner.return.bind(inner);
+      return it;
+    },
+  };
+  return { ...answer, body: wrapped };
 }

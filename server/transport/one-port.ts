@@ -27,30 +27,42 @@ export interface OnePortServer {
 
 /**
  * Serves HTTP/2 and HTTP/1.1 over TLS on one port, the protocol chosen by ALPN, as
- * browsers, curl and gRPC clients negotiate it. With `limits`, the same limits as in
- * cleartext (guardedPort): the first-bytes timeout runs until the handshake is done and
- * the protocol shown (tlsFirstBytes), and node's HTTP/1.1 timeouts run on the TLS server.
+ * browsers, curl and gRPC clients negotiate it: "h2" when the client offers it, else
+ * HTTP/1.1. Node's TLS HTTP/2 server hands a connection that did not choose "h2" over on
+ * its 'unknownProtocol' event; it goes to an HTTP/1.1 server of its own, as in cleartext,
+ * so that no 'request' listener is shared by both protocols (see withStreamHandler).
+ * With `limits`, the same limits as in cleartext (guardedPort): the first-bytes timeout
+ * runs until the handshake is done and the protocol shown (tlsFirstBytes), and node's
+ * HTTP/1.1 timeouts run on the HTTP/1.1 server. Pinned by test/e2e/tls.test.ts,
+ * test/e2e/tls-limits.test.ts and test/e2e/client-certs.test.ts.
  */
 export function createTlsOnePortServer(
   handler: DualHandler,
   options: http2.SecureServerOptions,
   streamHandler?: StreamHandler,
   limits?: ClientLimits,
-): OnePortServer {
+): OnePortServer & { readonly h1: http.Server } {
+  const guarded = withBodyGuard(handler, limits);
+  const h1 = http.createServer(limits === undefined ? {} : h1Timeouts(limits), guarded);
   const h2 = withStreamHandler(
-    http2.createSecureServer({ ...options, allowHTTP1: true }),
-    withBodyGuard(handler, limits),
+    http2.createSecureServer({ ...options, ALPNCallback: chooseProtocol }),
+    guarded,
     streamHandler,
   );
-  // Node's HTTP/1.1 fallback sets its own timeouts in the constructor: they are replaced.
-  if (limits !== undefined) Object.assign(h2, h1Timeouts(limits));
+  h2.on("unknownProtocol", (socket: Socket) => h1.emit("connection", socket));
   const firstBytes =
     limits === undefined ? () => {} : tlsFirstBytes(h2, limits.firstBytesTimeoutMs);
-  const tcp = guardedPort({ h1: h2, h2 }, limits, options, (socket) => {
+  const tcp = guardedPort({ h1, h2 }, limits, options, (socket) => {
     firstBytes(socket);
     h2.emit("connection", socket);
   });
-  return { tcp, h1: undefined, h2 };
+  return { tcp, h1, h2 };
+}
+
+/** ALPN: HTTP/2 when the client offers it, else HTTP/1.1; a client offering neither is refused. */
+function chooseProtocol({ protocols }: { protocols: string[] }): string | undefined {
+  if (protocols.includes("h2")) return "h2";
+  return protocols.includes("http/1.1") ? "http/1.1" : undefined;
 }
 
 /**
@@ -100,15 +112,15 @@ function withBodyGuard(handler: DualHandler, limits: ClientLimits | undefined): 
 
 /**
  * The listening TCP server of both: with `limits`, connections beyond the cap are
- * refused (inside TLS when `tls` is given), `h1` (node's HTTP/1.1 server; for TLS the
- * TLS server, which serves HTTP/1.1 itself) checks its connections' timeouts, and every
+ * refused (inside TLS when `tls` is given), `h1` (node's HTTP/1.1 server) checks its
+ * connections' timeouts, and every
  * session of `h2` is guarded (guardSession); the connections admitted go to `serve`.
  * Every session of `h2` that stops reading after resets is closed (probeAfterResets), so
  * that no socket outlives its connection.
  */
 function guardedPort(
   servers: {
-    readonly h1: http.Server | http2.Http2SecureServer;
+    readonly h1: http.Server;
     readonly h2: http2.Http2Server | http2.Http2SecureServer;
   },
   limits: ClientLimits | undefined,
@@ -131,28 +143,32 @@ function guardedPort(
 }
 
 /**
- * Lets `streamHandler` answer HTTP/2 streams before node's compatibility layer turns them
- * into request and response objects for `handler`; streams it declines go on to
- * `handler` as usual. The layer is installed by adding a 'request' listener, and is the
- * server's 'stream' listener then: it is taken off and called for declined streams.
+ * Lets `streamHandler` (the gRPC fast path) answer HTTP/2 streams before node's
+ * compatibility API turns them into request and response objects for `handler`; the
+ * streams it declines go on to `handler` as usual. Node installs that API on a server
+ * when a 'request' listener is added, as a 'stream' listener of its own that makes a
+ * request and a response of every stream (the response answers the stream's trailers),
+ * so the serving server gets no 'request' listener when there is a `streamHandler`.
+ * Instead a second server, `http2.createServer(handler)`, which never listens, is the
+ * compatibility API: each declined stream is handed to it on its 'stream' event, as a
+ * session hands its streams to its own server (the API uses its server only to emit
+ * 'request', 'connect' and 'checkContinue' on it). Pinned by test/e2e/interop-grpc.test.ts
+ * (both gRPC paths on one server), test/e2e/connect-get.test.ts and test/e2e/tls.test.ts.
  */
 function withStreamHandler<S extends http2.Http2Server | http2.Http2SecureServer>(
   server: S,
   handler: DualHandler,
   streamHandler: StreamHandler | undefined,
 ): S {
-  server.on("request", handler);
-  if (streamHandler === undefined) return server;
-  const compat = server.listeners("stream") as ((...args: unknown[]) => void)[];
-  server.removeAllListeners("stream");
+  if (streamHandler === undefined) return server.on("request", handler) as S;
+  const compat = http2.createServer(handler);
   const onStream = (
     stream: http2.ServerHttp2Stream,
     headers: http2.IncomingHttpHeaders,
     flags: number,
     rawHeaders: string[],
   ) => {
-    if (streamHandler(stream, headers)) return;
-    for (const listener of compat) listener.call(server, stream, headers, flags, rawHeaders);
+    if (!streamHandler(stream, headers)) compat.emit("stream", stream, headers, flags, rawHeaders);
   };
   server.on("stream", onStream);
   return server;

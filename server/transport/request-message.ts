@@ -1,6 +1,6 @@
 import { type DescMessage, fromBinary, fromJsonString } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { decodingRequest } from "./request-text.js";
+import { refusalOf } from "./request-text.js";
 
 /**
  * How every transport reads a request message: fields this build does not know are
@@ -17,13 +17,9 @@ export const REQUEST_READ_OPTIONS = { readUnknownFields: false } as const;
  */
 export function parseRequestMessage(schema: DescMessage, bytes: Uint8Array): unknown {
   try {
-    return decodingRequest(() => fromBinary(schema, bytes, REQUEST_READ_OPTIONS));
+    return fromBinary(schema, bytes, REQUEST_READ_OPTIONS);
   } catch (err) {
-    if (err instanceof ConnectError) throw err;
-    throw new ConnectError(
-      `parse binary: ${err instanceof Error ? err.message : String(err)}`,
-      Code.InvalidArgument,
-    );
+    throw refusalOf(schema, bytes, err);
   }
 }
 

@@ -13,7 +13,7 @@ import { useTestServer } from "../support/server-fixture.js";
 import { offer } from "../support/suggest.js";
 
 /*
- * A watcher whose client stops reading (server/transport/grpc-server-stream.ts, pushed
+ * A watcher whose client stops reading (server/transport/grpc-fast-path/grpc-server-stream.ts, pushed
  * by the hub: server/store/push-source.ts). Once HTTP/2's window and the stream's buffer
  * are full the server stops writing to it and keeps only the newest lists, so a client
  * that stops talking holds a bounded amount of the server's memory; when it reads again

@@ -19,9 +19,9 @@ function decode(bytes: Uint8Array): string {
   }
 }
 
-// The server's UTF-8 marking (server/transport/request-text.ts) is process-wide; a client
-// in the same process (a Connect client, the remote chat host's client) must decode as
-// protobuf-es does without it.
+// The server names a request's field whose text is not UTF-8 (server/transport/request-text.ts)
+// without changing protobuf-es's decoding: a client in the same process (a Connect client,
+// the remote chat host's client) decodes as protobuf-es does.
 test("a server in the process leaves protobuf-es's decoding of other messages as it was", async () => {
   const valid = toBinary(
     SuggestTaskArgsSchema,

@@ -8,12 +8,12 @@ import {
   WatchSuggestionsRequestSchema,
   WatchSuggestionsResponseSchema,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
-import { serveServerStream } from "../../server/transport/grpc-server-stream.js";
+import { serveServerStream } from "../../server/transport/grpc-fast-path/grpc-server-stream.js";
 import type { Pushable } from "../../server/transport/handler-types.js";
 import { grpcFrame } from "../support/raw-grpc.js";
 
 /*
- * The fast path's server stream (server/transport/grpc-server-stream.ts) on a bare HTTP/2
+ * The fast path's server stream (server/transport/grpc-fast-path/grpc-server-stream.ts) on a bare HTTP/2
  * server, its handler a stream of the test's making: pushed messages written as they come
  * (within `pushTo` too), the end's status in trailers, a message that cannot be written
  * ending that call alone with INTERNAL (the iterator path's answer), the steering a push

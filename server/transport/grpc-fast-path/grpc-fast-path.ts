@@ -1,16 +1,16 @@
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
-import { closeUnread } from "./error-answer.js";
-import { openCall } from "./grpc-call.js";
-import { serveServerStream } from "./grpc-server-stream.js";
-import { frameOf, GRPC_OK, GRPC_RESPONSE_HEADERS, statusOf, toConnectError } from "./grpc-wire.js";
+import { closeUnread } from "../error-answer.js";
+import { frameOf, GRPC_OK, GRPC_RESPONSE_HEADERS, statusOf, toConnectError } from "../grpc-wire.js";
 import type {
   CallRefused,
   ConnectionValues,
   ServedService,
   StreamHandler,
-} from "./handler-types.js";
+} from "../handler-types.js";
+import { openCall } from "./grpc-call.js";
+import { serveServerStream } from "./grpc-server-stream.js";
 
 /** How the fast path runs. */
 export interface GrpcFastPathOptions {

@@ -1,9 +1,9 @@
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
-import { grpcTimeout } from "./call-timeout.js";
-import { headerValue, parseFrame, toConnectError } from "./grpc-wire.js";
-import type { CallRefused, ConnectionValues } from "./handler-types.js";
-import { LazyContext } from "./lazy-handler-context.js";
+import { grpcTimeout } from "../call-timeout.js";
+import { headerValue, parseFrame, toConnectError } from "../grpc-wire.js";
+import type { CallRefused, ConnectionValues } from "../handler-types.js";
+import { LazyContext } from "../lazy-handler-context.js";
 
 /** What opening a fast-path call needs besides its stream and request. */
 export interface OpenCallOptions {

@@ -1,10 +1,10 @@
 import { constants, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
+import { frameOf, GRPC_OK, GRPC_RESPONSE_HEADERS, statusOf, toConnectError } from "../grpc-wire.js";
+import { type Pushable, pushableOf } from "../handler-types.js";
+import type { LazyContext } from "../lazy-handler-context.js";
 import { type OpenCallOptions, openCall } from "./grpc-call.js";
-import { frameOf, GRPC_OK, GRPC_RESPONSE_HEADERS, statusOf, toConnectError } from "./grpc-wire.js";
-import { type Pushable, pushableOf } from "./handler-types.js";
-import type { LazyContext } from "./lazy-handler-context.js";
 
 /** A server-streaming method as the fast path routes it. */
 export interface ServerStreamRoute {
