@@ -23,8 +23,8 @@ import { expectRefusal, nextTurnId, REFUSAL_TEXT, refusalOf } from "../support/s
  * restores, drafts and starts, each new offer is answered as three readings say:
  *   - the script's (store/lua/offer-3.lua, comparing the normalized titles the service
  *     recorded), which is what the service answers;
- *   - the TypeScript reading of the rule (domain/duplicate-offer.ts `duplicateOf`) over
- *     the fold of the log as it stands in Redis (domain/fold.ts `foldLog`);
+ *   - the TypeScript reading of the rule (test/support/model/duplicate-offer.ts `duplicateOf`) over
+ *     the fold of the log as it stands in Redis (test/support/model/fold.ts `foldLog`);
  *   - this file's own model of the offers and their standings, normalizing on its own.
  * A refused offer records nothing; the limits (10 offered, 3 open) still answer first.
  */
