@@ -47,7 +47,7 @@ async function main(): Promise<void> {
   const tracing =
     process.env.OTEL_SDK_DISABLED !== "true" &&
     (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
-      ? (await import("./tracing-sdk.js")).startTracing()
+      ? (await import("./pipeline/tracing-sdk.js")).startTracing()
       : undefined;
   let lock: DataDirLock | undefined;
   let privateRedis: RedisServerProcess | undefined;

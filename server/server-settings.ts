@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
-import type { ServiceConfig } from "./config.js";
+import { defaultConfig, type ServiceConfig } from "./config.js";
+import type { WriteConfirmation } from "./redis/write-confirm.js";
 import type { ClientLimits } from "./transport/connection-guard.js";
 
 /** What starting a server needs beyond the config. */
@@ -39,3 +40,28 @@ export type ServerSettings = Pick<
   Partial<Pick<ServiceConfig, keyof ClientLimits>> & {
     readonly redisUrl: string;
   };
+
+/**
+ * The client limits of `settings` (transport/connection-guard.ts), the config's defaults
+ * for those unset: a server started without them guards its port like the service does.
+ */
+export function clientLimitsOf(settings: ServerSettings): ClientLimits {
+  return {
+    firstBytesTimeoutMs: settings.firstBytesTimeoutMs ?? defaultConfig.firstBytesTimeoutMs,
+    headersTimeoutMs: settings.headersTimeoutMs ?? defaultConfig.headersTimeoutMs,
+    requestTimeoutMs: settings.requestTimeoutMs ?? defaultConfig.requestTimeoutMs,
+    idleSessionTimeoutMs: settings.idleSessionTimeoutMs ?? defaultConfig.idleSessionTimeoutMs,
+    maxConnections: settings.maxConnections ?? defaultConfig.maxConnections,
+  };
+}
+
+/**
+ * How many replicas confirm each write, and how long a write waits for them
+ * (REDIS_WAIT_REPLICAS, REDIS_WAIT_TIMEOUT_MS), the config's defaults for those unset.
+ */
+export function writeConfirmationOf(settings: ServerSettings): WriteConfirmation {
+  return {
+    replicas: settings.redisWaitReplicas ?? defaultConfig.redisWaitReplicas,
+    timeoutMs: settings.redisWaitTimeoutMs ?? defaultConfig.redisWaitTimeoutMs,
+  };
+}

@@ -1,15 +1,11 @@
 import { setMaxListeners } from "node:events";
 import { readFile } from "node:fs/promises";
 import { setTimeout as delay } from "node:timers/promises";
-import type { Redis } from "ioredis";
 import { pino } from "pino";
 import { ConfigError, defaultConfig } from "./config.js";
 import { type ChatHost, createRemoteChatHost } from "./host/chat-host.js";
 import { EmbeddedChatHost } from "./host/embedded-host.js";
 import { traceChatHost } from "./host/traced-host.js";
-import { instanceMetrics } from "./instance-metrics.js";
-import { listen, listener, listenMetrics, OPENAPI_FILE, pagesFallback } from "./listeners.js";
-import { logDestination } from "./log-destination.js";
 import { bearerAuth, Credentials } from "./pipeline/auth.js";
 import type { PipelineOptions } from "./pipeline/call-pipeline.js";
 import { callRefusals } from "./pipeline/call-refusals.js";
@@ -18,20 +14,20 @@ import {
   connectionValues,
   readClientCertMap,
 } from "./pipeline/client-certs.js";
+import { instanceMetrics } from "./pipeline/instance-metrics.js";
 import { JwtVerifier } from "./pipeline/jwt-verifier.js";
+import { logDestination } from "./pipeline/log-destination.js";
+import { metricsPage, serveMetrics } from "./pipeline/metrics-page.js";
+import { createPubSub, redisParts } from "./pipeline/redis-telemetry.js";
+import { serverIdentityHeaders } from "./pipeline/server-identity.js";
 import { createTelemetry, type Telemetry } from "./pipeline/telemetry.js";
 import { unauthenticatedStreamCap } from "./pipeline/unauthenticated-streams.js";
-import { logRedisOutages } from "./redis/outage-log.js";
 import type { RedisClient } from "./redis/redis-client.js";
-import { redact } from "./redis/redis-url.js";
-import { storeProblem } from "./redis/store-checks.js";
-import { createPubSub, watchAnswers, watchStore } from "./redis-telemetry.js";
+import { storeProblemAtStart } from "./redis/store-checks.js";
 import { buildServices, type RoutesDeps, routesOf } from "./routes.js";
 import { Readiness } from "./rpc/readiness.js";
-import { serverIdentityHeaders } from "./server-identity.js";
-import type { ServerSettings } from "./server-settings.js";
+import { clientLimitsOf, type ServerSettings, writeConfirmationOf } from "./server-settings.js";
 import type { PubSub } from "./store/pubsub.js";
-import { createRedisClient } from "./store/scripts.js";
 import { StartLocks } from "./store/start-locks.js";
 import { SuggestionStore } from "./store/suggestion-store.js";
 import { shuttingDown, WatchHub } from "./store/watch-hub.js";
@@ -41,6 +37,13 @@ import { withCors } from "./transport/cors.js";
 import { followConnections } from "./transport/drain.js";
 import { createGrpcFastPath } from "./transport/grpc-fast-path/grpc-fast-path.js";
 import type { DualHandler } from "./transport/handler-types.js";
+import {
+  listen,
+  listener,
+  listenMetrics,
+  OPENAPI_FILE,
+  pagesFallback,
+} from "./transport/listeners.js";
 import { configureProtobufText } from "./transport/request-text.js";
 
 export type { ServerSettings } from "./server-settings.js";
@@ -102,20 +105,25 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
     ...served,
     routes: routesOf(services),
     fallback: pagesFallback(
-      parts.telemetry,
-      readiness,
+      () => readiness.check(),
       settings.inspectorDir,
       await readFile(OPENAPI_FILE),
-      settings.metricsPort === undefined ? parts.credentials : undefined,
+      // `GET /metrics` beside the RPCs, with its token, unless it has a port of its own.
+      settings.metricsPort === undefined
+        ? metricsPage(parts.telemetry, parts.credentials)
+        : undefined,
     ),
   });
-  const server = await listener(settings, corsOf(settings, handler), fastPath);
+  const limits = clientLimitsOf(settings);
+  const server = await listener(settings, corsOf(settings, handler), fastPath, limits);
   const connections = followConnections(server);
-  const port = await listen(server, settings, parts.telemetry);
+  const port = await listen(server, settings, (err) =>
+    parts.telemetry.logger.warn({ err }, "accepting a connection failed"),
+  );
   const metrics =
     settings.metricsPort === undefined
       ? undefined
-      : await listenMetrics(parts.telemetry, settings.host, settings.metricsPort);
+      : await listenMetrics(serveMetrics(parts.telemetry), settings.host, settings.metricsPort);
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
@@ -172,7 +180,8 @@ async function clientCertsOf(
  * run on: an evicting policy, too few replicas (redis/store-checks.ts).
  */
 async function refuseUnfitStore(parts: Parts, settings: ServerSettings): Promise<void> {
-  const problem = await storeProblemAtStart(parts.redis, settings);
+  const { replicas } = writeConfirmationOf(settings);
+  const problem = await storeProblemAtStart(parts.redis, replicas);
   if (problem !== undefined) {
     await closeParts(parts);
     throw new ConfigError(problem);
@@ -209,39 +218,21 @@ type Parts = RoutesDeps & {
   readonly stopLogFlush: () => void;
 };
 
-/**
- * The Redis client and what watches it: every error counted (none ends the process), its
- * outages logged, whether a standalone Redis answers (redis/answer-watch.ts), and the store's
- * condition (eviction policy, disk).
- */
-function redisParts(settings: ServerSettings, telemetry: Telemetry) {
-  const redis = createRedisClient(settings.redisUrl, {
-    replicas: settings.redisWaitReplicas ?? defaultConfig.redisWaitReplicas,
-    timeoutMs: settings.redisWaitTimeoutMs ?? defaultConfig.redisWaitTimeoutMs,
-  });
-  redis.on("error", () => {
-    // Connection errors surface on the calls that need Redis, as UNAVAILABLE.
-    telemetry.redisErrors.inc();
-  });
-  return {
-    redis,
-    stopOutageLog: logRedisOutages(redis, redact(settings.redisUrl), telemetry.logger),
-    answers: redis.isCluster ? undefined : watchAnswers(redis as Redis, telemetry),
-    stopStoreWatch: watchStore(redis, telemetry),
-  };
-}
-
 /** Telemetry, Redis, the store, the chat host, the watch hub, the start locks, the pipeline. */
 function createParts(
   settings: ServerSettings,
   clientCerts: ReadonlyMap<string, CertificateGrant> | undefined,
 ): Parts {
-  // Buffered unless stdout is a terminal, and flushed every second (log-destination.ts).
+  // Buffered unless stdout is a terminal, and flushed every second (pipeline/log-destination.ts).
   const logOut = settings.logger ? undefined : logDestination(process.stdout.isTTY === true);
   const telemetry = createTelemetry(
     settings.logger ?? pino({ level: settings.logLevel ?? defaultConfig.logLevel }, logOut?.stream),
   );
-  const { redis, stopOutageLog, answers, stopStoreWatch } = redisParts(settings, telemetry);
+  const { redis, stopOutageLog, answers, stopStoreWatch } = redisParts(
+    settings.redisUrl,
+    writeConfirmationOf(settings),
+    telemetry,
+  );
   const credentials = new Credentials({
     tokens: settings.authTokens ?? [],
     jwt: settings.authJwt === undefined ? undefined : new JwtVerifier(settings.authJwt),
@@ -303,21 +294,4 @@ function createParts(
     stopAnswerWatch: () => answers?.stop(),
     readiness,
   };
-}
-
-/**
- * Why the service must not start on its Redis (redis/store-checks.ts `storeProblem`), or
- * undefined; a Redis that does not answer yet is let pass (calls answer UNAVAILABLE, and
- * the eviction policy is checked once it answers).
- */
-async function storeProblemAtStart(
-  redis: RedisClient,
-  settings: ServerSettings,
-): Promise<string | undefined> {
-  try {
-    await redis.ping();
-  } catch {
-    return undefined;
-  }
-  return storeProblem(redis, settings.redisWaitReplicas ?? defaultConfig.redisWaitReplicas);
 }

@@ -61,6 +61,23 @@ export async function storeProblem(
   return undefined;
 }
 
+/**
+ * Why the service must not start on `client` (`storeProblem`), or undefined; a Redis that
+ * does not answer yet is let pass: calls answer UNAVAILABLE meanwhile, and the eviction
+ * policy is checked once it answers (`watchEvictionPolicy`).
+ */
+export async function storeProblemAtStart(
+  client: RedisClient,
+  waitReplicas: number,
+): Promise<string | undefined> {
+  try {
+    await client.ping();
+  } catch {
+    return undefined;
+  }
+  return storeProblem(client, waitReplicas);
+}
+
 function evictingMessage(node: Redis, policy: string): string {
   return `Redis at ${nodeName(node)} has maxmemory-policy ${policy}, which evicts keys and would drop acknowledged offers in silence; set maxmemory-policy ${REQUIRED_POLICY} there`;
 }

@@ -2,14 +2,18 @@ import { readFileSync } from "node:fs";
 import http2 from "node:http2";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { CONTRACT_HEADER, contractRevision, VERSION_HEADER } from "../../server/server-identity.js";
+import {
+  CONTRACT_HEADER,
+  contractRevision,
+  VERSION_HEADER,
+} from "../../server/pipeline/server-identity.js";
 import { putSession, uniqueId } from "../support/harness.js";
 import { ROOT } from "../support/sdk-consumer.js";
 import { useTestServer } from "../support/server-fixture.js";
 
 /*
  * Every RPC's answer names the server's release and the contract's revision it serves
- * (server/server-identity.ts), on every protocol and path, errors and streams included.
+ * (server/pipeline/server-identity.ts), on every protocol and path, errors and streams included.
  */
 
 const VERSION = (

@@ -4,10 +4,10 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type DescFile, toBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
-import { file_oda_suggest_v1_chat_host } from "../gen/oda/suggest/v1/chat_host_pb.js";
-import { file_oda_suggest_v1_suggestion } from "../gen/oda/suggest/v1/suggestion_pb.js";
-import { file_oda_suggest_v1_suggestion_service } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
-import { file_oda_suggest_v1_tool_options } from "../gen/oda/suggest/v1/tool_options_pb.js";
+import { file_oda_suggest_v1_chat_host } from "../../gen/oda/suggest/v1/chat_host_pb.js";
+import { file_oda_suggest_v1_suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import { file_oda_suggest_v1_suggestion_service } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
+import { file_oda_suggest_v1_tool_options } from "../../gen/oda/suggest/v1/tool_options_pb.js";
 
 /** The headers on every RPC's answer that name what answered it. */
 export const VERSION_HEADER = "suggest-task-version";

@@ -1,14 +1,18 @@
 import type { Redis } from "ioredis";
-import type { Telemetry } from "./pipeline/telemetry.js";
-import { AnswerWatch } from "./redis/answer-watch.js";
-import { type RedisClient, subscriberConnection } from "./redis/redis-client.js";
-import { watchEvictionPolicy } from "./redis/store-checks.js";
-import { type StoreRefusal, storeCondition } from "./redis/store-condition.js";
-import { PubSub } from "./store/pubsub.js";
+import { AnswerWatch } from "../redis/answer-watch.js";
+import { logRedisOutages } from "../redis/outage-log.js";
+import { type RedisClient, subscriberConnection } from "../redis/redis-client.js";
+import { redact } from "../redis/redis-url.js";
+import { watchEvictionPolicy } from "../redis/store-checks.js";
+import { type StoreRefusal, storeCondition } from "../redis/store-condition.js";
+import type { WriteConfirmation } from "../redis/write-confirm.js";
+import { PubSub } from "../store/pubsub.js";
+import { createRedisClient } from "../store/scripts.js";
+import type { Telemetry } from "./telemetry.js";
 
 /*
  * The service's Redis connections as telemetry sees them: every error counted in
- * `suggest_redis_errors_total`, what needs an operator logged. Wired by server.ts.
+ * `suggest_redis_errors_total`, what needs an operator logged. Wired by server/server.ts.
  */
 
 /**
@@ -75,5 +79,39 @@ export function watchStore(redis: RedisClient, telemetry: Telemetry): () => void
     condition.off("refused", onRefused);
     condition.off("change", onChange);
     condition.close();
+  };
+}
+
+/** The Redis client of `redisParts` and the stops of what watches it. */
+export interface RedisParts {
+  readonly redis: RedisClient;
+  /** Stops logging the client's outages (redis/outage-log.ts). */
+  readonly stopOutageLog: () => void;
+  /** Whether a standalone Redis answers (redis/answer-watch.ts); none for a Cluster. */
+  readonly answers: AnswerWatch | undefined;
+  /** Stops the eviction policy's checks and the disk's (`watchStore`). */
+  readonly stopStoreWatch: () => void;
+}
+
+/**
+ * The Redis client of `url`, its writes confirmed as `confirmation` says, and what watches
+ * it: every error counted (none ends the process: connection errors surface on the calls
+ * that need Redis, as UNAVAILABLE), its outages logged under the URL without its password,
+ * whether a standalone Redis answers, and the store's condition (eviction policy, disk).
+ */
+export function redisParts(
+  url: string,
+  confirmation: WriteConfirmation,
+  telemetry: Telemetry,
+): RedisParts {
+  const redis = createRedisClient(url, confirmation);
+  redis.on("error", () => {
+    telemetry.redisErrors.inc();
+  });
+  return {
+    redis,
+    stopOutageLog: logRedisOutages(redis, redact(url), telemetry.logger),
+    answers: redis.isCluster ? undefined : watchAnswers(redis as Redis, telemetry),
+    stopStoreWatch: watchStore(redis, telemetry),
   };
 }
