@@ -64,7 +64,9 @@ test("a chat's lists, one suggestion and its settlements, its projection gone: t
 });
 
 test("an inbox with a pending chat and a chat that expired: the log's open offers, nothing written; the next read with memory writes the index", async () => {
-  const retentionMs = 300;
+  // Long enough for the first listing to find the chat on a loaded machine; the loop
+  // below then waits for its keys to expire.
+  const retentionMs = 2_000;
   const inbox = new WorkspaceInbox(redis, { retentionMs });
   const expiring = new SuggestionStore(redis, inbox, undefined, retentionMs);
   const lasting = new SuggestionStore(redis, new WorkspaceInbox(redis));
