@@ -28,6 +28,7 @@ import { storeProblem } from "./redis/store-checks.js";
 import { createPubSub, watchAnswers, watchStore } from "./redis-telemetry.js";
 import { buildServices, type RoutesDeps, routesOf } from "./routes.js";
 import { Readiness } from "./rpc/readiness.js";
+import { StartFlights } from "./rpc/start-flights.js";
 import { serverIdentityHeaders } from "./server-identity.js";
 import type { ServerSettings } from "./server-settings.js";
 import type { PubSub } from "./store/pubsub.js";
@@ -302,6 +303,7 @@ function createParts(
     ...{ pubsub, stopOutageLog, stopStoreWatch, stopLogFlush, credentials },
     stopAnswerWatch: () => answers?.stop(),
     readiness,
+    startFlights: new StartFlights(),
   };
 }
 
