@@ -26,6 +26,7 @@ import type { RedisClient } from "./redis/redis-client.js";
 import { storeProblemAtStart } from "./redis/store-checks.js";
 import { buildServices, type RoutesDeps, routesOf } from "./routes.js";
 import { Readiness } from "./rpc/readiness.js";
+import { StartFlights } from "./rpc/start-flights.js";
 import { clientLimitsOf, type ServerSettings, writeConfirmationOf } from "./server-settings.js";
 import type { PubSub } from "./store/pubsub.js";
 import { StartLocks } from "./store/start-locks.js";
@@ -293,5 +294,6 @@ function createParts(
     ...{ pubsub, stopOutageLog, stopStoreWatch, stopLogFlush, credentials },
     stopAnswerWatch: () => answers?.stop(),
     readiness,
+    startFlights: new StartFlights(),
   };
 }

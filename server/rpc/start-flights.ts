@@ -1,3 +1,5 @@
+import type { Permission } from "../../gen/oda/suggest/v1/chat_host_pb.js";
+import type { StartSuggestionResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { type CallEnd, untilEnd } from "./call-end.js";
 
 /**
@@ -34,3 +36,17 @@ export class Flights<T> {
     return end === undefined ? flight : untilEnd(flight, end());
   }
 }
+
+/** What one flight of a Start found: its answer and the permission the chat inherits. */
+export interface StartFlight {
+  readonly response: StartSuggestionResponse;
+  readonly inherited: Permission;
+}
+
+/**
+ * The Start flights of one instance, keyed by (session, suggestion). Made once where the
+ * instance is wired (server.ts) and handed to StartSuggestion, so that the Starts every
+ * transport serves on this instance share them, and two instances in one process (the
+ * tests run several) never do.
+ */
+export class StartFlights extends Flights<StartFlight> {}

@@ -18,7 +18,7 @@ import { hostCall } from "./errors.js";
 
 /**
  * The chat the host created for the request, its id checked; already handled, so that it
- * may fail while the step it feeds is still announcing (start-suggestion.ts `startHeld`
+ * may fail while the step it feeds is still announcing (start-held.ts `startHeld`
  * awaits it again).
  */
 export function createdChat(

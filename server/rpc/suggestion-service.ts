@@ -10,6 +10,7 @@ import { deleteSuggestions } from "./delete-suggestions.js";
 import { listSettlements } from "./list-settlements.js";
 import { getSuggestion, listSuggestions } from "./list-suggestions.js";
 import { dismissSuggestion, draftSuggestion, restoreSuggestion } from "./settle-suggestion.js";
+import type { StartFlights } from "./start-flights.js";
 import { startSuggestion } from "./start-suggestion.js";
 import { suggestTask } from "./suggest-task.js";
 import { watchSuggestions } from "./watch-suggestions.js";
@@ -24,6 +25,8 @@ export interface SuggestionServiceDeps {
   readonly newId?: () => string;
   /** The instance's StartSuggestion locks; server.ts makes it. */
   readonly startLocks: StartLocks;
+  /** The instance's concurrent Starts joined per suggestion; server.ts makes them, once. */
+  readonly startFlights: StartFlights;
   /** The embedded host, when it is the host (no `CHAT_HOST_URL`); StartSuggestion reads its sessions' records. */
   readonly embeddedHost?: EmbeddedChatHost | undefined;
   /** The instance's WatchSuggestions fan-out; server.ts makes it. */

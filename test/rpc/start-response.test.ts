@@ -8,6 +8,7 @@ import {
 import { EmbeddedChatHost } from "../../server/host/embedded-host.js";
 import { subscriberConnection } from "../../server/redis/redis-client.js";
 import { signalEnd } from "../../server/rpc/call-end.js";
+import { StartFlights } from "../../server/rpc/start-flights.js";
 import { startSuggestion } from "../../server/rpc/start-suggestion.js";
 import { PubSub } from "../../server/store/pubsub.js";
 import { StartLocks } from "../../server/store/start-locks.js";
@@ -31,7 +32,7 @@ beforeAll(() => {
   const embeddedHost = new EmbeddedChatHost(t.redis);
   pubsub = new PubSub(() => subscriberConnection(t.redis));
   const startLocks = new StartLocks(t.redis, pubsub, { ttlMs: 1_500, maxHoldMs: 10_000 });
-  deps = { store, host: embeddedHost, embeddedHost, startLocks };
+  deps = { store, host: embeddedHost, embeddedHost, startLocks, startFlights: new StartFlights() };
 });
 afterAll(async () => {
   await pubsub.close();
