@@ -1,25 +1,20 @@
 import { create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
 import type { Cluster, Redis } from "ioredis";
-import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import {
   type Chat,
   ChatMessageSchema,
   ChatSchema,
-  ChatSettingsSchema,
-  CreateChatRequestSchema,
+  type CreateChatRequestSchema,
   type CreateChatResponse,
   CreateChatResponseSchema,
   type CreateGoalResponse,
   CreateGoalResponseSchema,
-  FolderKind,
   type GetChatResponse,
   GetChatResponseSchema,
   type GetSessionResponse,
   GetSessionResponseSchema,
   MessageAuthor,
-  type Origin,
-  PostMessageRequestSchema,
+  type PostMessageRequestSchema,
   type PostMessageResponse,
   PostMessageResponseSchema,
   type PutSessionResponse,
@@ -28,30 +23,18 @@ import {
   SessionSchema,
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { encodeBinary } from "../codec/binary-encoding.js";
-import { requireId, requireIdempotencyKey } from "../domain/ids.js";
+import { requireId } from "../domain/ids.js";
 import { confirmAfter, NotedCommand } from "../redis/write-confirm.js";
-import { type HostKeys, hostKeys } from "../store/keys.js";
+import { hostKeys } from "../store/keys.js";
 import type { ChatHost } from "./chat-host.js";
-import { embeddedChatId, embeddedGoalId, embeddedMessageId } from "./embedded-ids.js";
-
-/**
- * The embedded host's writes of a chat, as its createChat-2.lua makes them (`chatWrite`):
- * checked before anything is written, so that a caller may check a request alone.
- */
-export interface EmbeddedChatWrite {
-  readonly chatId: string;
-  readonly keys: HostKeys;
-  /** The serialized Chat and Session. */
-  readonly chat: Buffer;
-  readonly session: Buffer;
-}
-
-/** The embedded host's write of a message (postMessage-3.lua's arguments, `messageWrite`). */
-export interface EmbeddedMessageWrite {
-  readonly messageId: string;
-  /** The serialized ChatMessage. */
-  readonly message: Buffer;
-}
+import { embeddedGoalId } from "./embedded-ids.js";
+import { noChat, noMessage, noSession, notPersonsInstruction } from "./embedded-refusals.js";
+import {
+  chatWrite,
+  type EmbeddedChatWrite,
+  type EmbeddedMessageWrite,
+  messageWrite,
+} from "./embedded-writes.js";
 
 /**
  * The chat host that ships with the service: sessions and chats kept in the same Redis,
@@ -176,25 +159,7 @@ export class EmbeddedChatHost implements ChatHost {
    * keys and records.
    */
   chatWrite(request: MessageInitShape<typeof CreateChatRequestSchema>): EmbeddedChatWrite {
-    const req = create(CreateChatRequestSchema, request);
-    const key = requireIdempotencyKey("idempotency_key", req.idempotencyKey);
-    const workspaceId = requireId("workspace_id", req.workspaceId);
-    const origin = checkOrigin(req.origin);
-    const chatId = embeddedChatId(key);
-    const settings = req.settings ?? create(ChatSettingsSchema);
-    const chat = create(ChatSchema, { chatId, workspaceId, title: req.title, settings, origin });
-    const session = create(SessionSchema, {
-      sessionId: chatId,
-      workspaceId,
-      folder: FolderKind.NORMAL,
-      settings,
-    });
-    return {
-      chatId,
-      keys: hostKeys(chatId),
-      chat: encodeBinary(ChatSchema, chat),
-      session: encodeBinary(SessionSchema, session),
-    };
+    return chatWrite(request);
   }
 
   /**
@@ -226,27 +191,7 @@ export class EmbeddedChatHost implements ChatHost {
     readonly chatId: string;
     readonly write: EmbeddedMessageWrite;
   } {
-    const req = create(PostMessageRequestSchema, request);
-    const key = requireIdempotencyKey("idempotency_key", req.idempotencyKey);
-    const chatId = requireId("chat_id", req.chatId);
-    if (!KNOWN_AUTHORS.has(req.author)) {
-      throw new ConnectError(
-        "author must be MESSAGE_AUTHOR_PERSON, MESSAGE_AUTHOR_AGENT or MESSAGE_AUTHOR_SUGGESTION",
-        Code.InvalidArgument,
-      );
-    }
-    const messageId = embeddedMessageId(chatId, key);
-    const message = create(ChatMessageSchema, {
-      messageId,
-      author: req.author,
-      text: req.text,
-      origin: checkOrigin(req.origin),
-      edited: req.edited,
-    });
-    return {
-      chatId,
-      write: { messageId, message: encodeBinary(ChatMessageSchema, message) },
-    };
+    return messageWrite(request);
   }
 
   /**
@@ -270,25 +215,9 @@ export class EmbeddedChatHost implements ChatHost {
     const chat = await this.readChat(chatId);
     requireId("message_id", messageId);
     const message = chat.messages.find((m) => m.messageId === messageId);
-    if (message === undefined) {
-      throw new ConnectError(`no message "${messageId}" in chat "${chatId}"`, Code.NotFound);
-    }
+    if (message === undefined) throw noMessage(chatId, messageId);
     if (message.author !== MessageAuthor.PERSON) {
-      throw new ConnectError(
-        `message "${messageId}" is not the person's own instruction; ask the person first`,
-        Code.PermissionDenied,
-        undefined,
-        [
-          {
-            desc: ErrorInfoSchema,
-            value: {
-              domain: "chat-host",
-              reason: "NOT_PERSONS_INSTRUCTION",
-              metadata: { chatId, messageId, author: MessageAuthor[message.author] },
-            },
-          },
-        ],
-      );
+      throw notPersonsInstruction(chatId, messageId, message.author);
     }
     return create(CreateGoalResponseSchema, {
       goalId: embeddedGoalId(chatId, messageId),
@@ -337,34 +266,4 @@ enum PostStatus {
   Posted = 0,
   Already = 1,
   NoChat = 2,
-}
-
-const KNOWN_AUTHORS: ReadonlySet<MessageAuthor> = new Set([
-  MessageAuthor.PERSON,
-  MessageAuthor.AGENT,
-  MessageAuthor.SUGGESTION,
-]);
-
-/** Checks an origin's ids (either may be empty); answers the origin to store. */
-function checkOrigin(origin: Origin | undefined): Origin | undefined {
-  if (origin === undefined) return undefined;
-  if (origin.sessionId !== "") requireId("origin.session_id", origin.sessionId);
-  if (origin.suggestionId !== "") requireId("origin.suggestion_id", origin.suggestionId);
-  return origin;
-}
-
-/**
- * The answer for a session the host does not know: NOT_FOUND `no session "<id>"`. The
- * tenant rule answers a session of a workspace not granted with it too, byte for byte.
- */
-export function noSession(sessionId: string): ConnectError {
-  return new ConnectError(`no session "${sessionId}"`, Code.NotFound);
-}
-
-/**
- * The answer for a chat the host knows neither as a chat nor as a session: NOT_FOUND
- * `no chat "<id>"`. The tenant rule answers a chat of a workspace not granted with it too.
- */
-export function noChat(chatId: string): ConnectError {
-  return new ConnectError(`no chat "${chatId}"`, Code.NotFound);
 }

@@ -11,7 +11,7 @@ const suggestionBytes = new WeakMap<Suggestion, Uint8Array>();
  * Attaches to a ListWorkspaceSuggestionsResponse its encoding, built from each
  * suggestion's encoding (protobuf-es's reflective `toBinary` costs about 6 µs per
  * suggestion here, most of a page of 50's CPU). The store answers the same suggestion
- * object for the same offer record (store/workspace-inbox.ts `entryOf`), so an
+ * object for the same offer record (store/inbox-entries.ts `InboxEntries`), so an
  * encoding kept by object is always that object's. Pinned by
  * test/rpc/workspace-list.test.ts, which decodes the attached bytes and compares them
  * with the fields.

@@ -7,7 +7,8 @@ import {
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { isGranted, type WorkspaceGrants } from "../domain/grants.js";
 import { requireId } from "../domain/ids.js";
-import { type EmbeddedChatHost, noChat, noSession } from "../host/embedded-host.js";
+import type { EmbeddedChatHost } from "../host/embedded-host.js";
+import { noChat, noSession } from "../host/embedded-refusals.js";
 import { embeddedWorkspaceOf } from "../host/embedded-workspace.js";
 import { createChatHostService, createLocalHostService } from "./host-service.js";
 import { byGrants, notGranted, overriding } from "./tenant-guard.js";

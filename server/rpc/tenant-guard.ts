@@ -6,7 +6,7 @@ import type { SuggestionLists } from "../domain/fold.js";
 import { isGranted, type WorkspaceGrants } from "../domain/grants.js";
 import { requireId } from "../domain/ids.js";
 import type { ChatHost } from "../host/chat-host.js";
-import { noSession } from "../host/embedded-host.js";
+import { noSession } from "../host/embedded-refusals.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import type { Watch, WatchHub } from "../store/watch-hub.js";
 import { callerGrants } from "./caller-grants.js";

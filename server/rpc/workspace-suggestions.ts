@@ -10,9 +10,9 @@ import {
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { requireId } from "../domain/ids.js";
 import { decodePageToken, encodePageToken, inboxPageSize } from "../domain/inbox-page.js";
+import type { InboxEntry } from "../store/inbox-entries.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import type { WatchHub } from "../store/watch-hub.js";
-import type { InboxEntry } from "../store/workspace-inbox.js";
 import { withInboxEncoding } from "./encoded-response.js";
 import { storeCall } from "./errors.js";
 import { WORKSPACE_WATCH_HEARTBEAT } from "./shared-responses.js";

@@ -1,12 +1,7 @@
 import type { Cluster, Redis } from "ioredis";
 import type { Settlement, Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { DismissalChoice } from "../domain/dismissal.js";
-import {
-  type LogRecord,
-  offerRecordsOf,
-  parseEntries,
-  type SuggestionLists,
-} from "../domain/fold.js";
+import type { LogRecord, SuggestionLists } from "../domain/fold.js";
 import type { Outcome } from "../domain/settlement.js";
 import { confirmAfter, notedLast } from "../redis/write-confirm.js";
 import {
@@ -19,7 +14,6 @@ import { type ErasureReport, eraseChat } from "./chat-erasure.js";
 import { announced, type Fenced, type InboxToken, NO_TOKEN } from "./inbox-token.js";
 import { sessionKeys } from "./keys.js";
 import { ListsCache, type ListsSnapshot } from "./lists-cache.js";
-import { orFromLog, readWholeLog } from "./log-reads.js";
 import {
   type NewOffer,
   type OfferOutcome,
@@ -30,6 +24,7 @@ import {
   settleOutcome,
 } from "./script-replies.js";
 import type { ScriptReply } from "./scripts.js";
+import { SuggestionReads } from "./suggestion-reads.js";
 import { WorkspaceInbox } from "./workspace-inbox.js";
 
 export type { ListsSnapshot } from "./lists-cache.js";
@@ -51,6 +46,9 @@ export class SuggestionStore {
    * @param retentionMs how long every key of a chat lives after its last write
    *   (RETENTION_DAYS); 0, the default: for ever.
    */
+  /** How this store reads its sessions, through `cache` (suggestion-reads.ts). */
+  readonly #reads: SuggestionReads;
+
   constructor(
     readonly redis: Redis | Cluster,
     inbox?: WorkspaceInbox,
@@ -59,6 +57,7 @@ export class SuggestionStore {
   ) {
     this.inbox = inbox ?? new WorkspaceInbox(redis);
     this.cache = cache;
+    this.#reads = new SuggestionReads(redis, cache);
   }
 
   /**
@@ -258,84 +257,24 @@ export class SuggestionStore {
     });
   }
 
-  /**
-   * A settle script's reply with its read of the suggestion right after it
-   * (settleAndRead-3.lua and the scripts that run it): fenced, or the outcome and the
-   * suggestion as that step left it.
-   */
+  /** A settle script's reply with the suggestion as it left it (`SuggestionReads.settledRead`). */
   settledRead(
     sessionId: string,
     suggestionId: string,
     settleReply: ScriptReply,
     readReply: ScriptReply,
   ): Fenced | { readonly outcome: SettleOutcome; readonly suggestion: Suggestion | undefined } {
-    const settled = settleOutcome(settleReply);
-    if ("fenced" in settled) return settled;
-    const suggestion = this.cache.one(sessionId, suggestionId, undefined, readReply);
-    return { outcome: settled, suggestion: suggestion ?? undefined };
+    return this.#reads.settledRead(sessionId, suggestionId, settleReply, readReply);
   }
 
-  /**
-   * A session's lists from the projection (lua/readLists-2.lua): O(offers), not
-   * O(records), so a chat with a long history of dismissals and restores reads as fast
-   * as a fresh one (test/store/list-read.test.ts); and nothing at all moved from Redis
-   * when the chat did not change since this instance last read it (lists-cache.ts,
-   * test/e2e/cross-instance-cache.test.ts). The answer is the fold of the whole log, as
-   * the tests' oracle `foldLog(readLog())` gives it (test/support/model/fold.ts); while
-   * Redis refuses writes, which the script may make (it catches the projection up), it
-   * is read from the whole log (store/log-reads.ts).
-   */
-  async snapshot(sessionId: string): Promise<ListsSnapshot> {
-    const keys = sessionKeys(sessionId);
-    const held = this.cache.heldLists(sessionId);
-    return orFromLog(
-      async () =>
-        this.cache.lists(
-          sessionId,
-          held,
-          await this.redis.readLists(keys.log, keys.projection, held?.version ?? ""),
-        ),
-      () => this.#snapshotFromLog(sessionId, held),
-    );
+  /** A session's lists and their version (`SuggestionReads.snapshot`). */
+  snapshot(sessionId: string): Promise<ListsSnapshot> {
+    return this.#reads.snapshot(sessionId);
   }
 
-  /**
-   * `snapshot` while Redis refuses writes (store/log-reads.ts): the whole log read and
-   * folded, the projection left as it is.
-   */
-  async #snapshotFromLog(
-    sessionId: string,
-    held: ListsSnapshot | undefined,
-  ): Promise<ListsSnapshot> {
-    const log = await readWholeLog(this.redis, sessionId);
-    return this.cache.listsFromLog(sessionId, held, log.version, offerRecordsOf(log.records));
-  }
-
-  /**
-   * One suggestion, reading only its two records (lua/readSuggestion-2.lua), and none
-   * when the chat did not change since this instance last read it; undefined when the
-   * log holds no such offer. The same fold as `snapshot`'s `byId`, which answers while
-   * Redis refuses writes.
-   */
-  async suggestion(sessionId: string, suggestionId: string): Promise<Suggestion | undefined> {
-    const keys = sessionKeys(sessionId);
-    const held = this.cache.heldOne(sessionId, suggestionId);
-    const version = held?.version ?? "";
-    return orFromLog(
-      async () => {
-        const reply = await this.redis.readSuggestion(
-          keys.log,
-          keys.projection,
-          suggestionId,
-          version,
-        );
-        return this.cache.one(sessionId, suggestionId, held, reply) ?? undefined;
-      },
-      async () => {
-        const { lists } = await this.#snapshotFromLog(sessionId, this.cache.heldLists(sessionId));
-        return lists.byId.get(suggestionId);
-      },
-    );
+  /** One suggestion; undefined when the log holds no such offer (`SuggestionReads.suggestion`). */
+  suggestion(sessionId: string, suggestionId: string): Promise<Suggestion | undefined> {
+    return this.#reads.suggestion(sessionId, suggestionId);
   }
 
   /** A session's lists: `snapshot` without the version. */
@@ -343,12 +282,8 @@ export class SuggestionStore {
     return (await this.snapshot(sessionId)).lists;
   }
 
-  /**
-   * Every record of a session's log, in stream order: O(records). The service never
-   * reads this way; it is the log the tests' `foldLog` reads, for tests and tools.
-   */
-  async readLog(sessionId: string): Promise<LogRecord[]> {
-    const entries = await this.redis.xrange(sessionKeys(sessionId).log, "-", "+");
-    return parseEntries(entries);
+  /** Every record of a session's log, for tests and tools (`SuggestionReads.readLog`). */
+  readLog(sessionId: string): Promise<LogRecord[]> {
+    return this.#reads.readLog(sessionId);
   }
 }

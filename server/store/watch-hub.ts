@@ -3,12 +3,12 @@ import type { SuggestionLists } from "../domain/fold.js";
 import { INBOX_PAGE_SIZE_DEFAULT } from "../domain/inbox-page.js";
 import { isRedisFailure } from "../redis/store-condition.js";
 import { HeartbeatClock } from "./heartbeat-clock.js";
+import type { InboxEntry } from "./inbox-entries.js";
 import { sessionKeys, workspaceKeys } from "./keys.js";
 import type { ChannelListener, PubSub } from "./pubsub.js";
 import type { Pushing, PushSink } from "./push-source.js";
 import type { SuggestionStore } from "./suggestion-store.js";
 import { type Heartbeat, type Snapshot, Watcher } from "./watcher.js";
-import type { InboxEntry } from "./workspace-inbox.js";
 
 /**
  * A watch as the hub hands it: read as an iterator, or pushed (store/push-source.ts).

@@ -1,36 +1,12 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { Cluster, Redis } from "ioredis";
-import type { Suggestion } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { offeredSuggestion, parseEntries } from "../domain/fold.js";
-import { inboxMember, sessionOfMember } from "../domain/inbox-page.js";
+import { inboxMember } from "../domain/inbox-page.js";
+import { InboxEntries, type InboxEntry, type InboxPage } from "./inbox-entries.js";
+import { mergePage } from "./inbox-page-merge.js";
 import type { InboxToken } from "./inbox-token.js";
 import { sessionKeys, workspaceChannelParts, workspaceKeys } from "./keys.js";
 import { openOffersOf, orFromLog, type PlacedOffer, readWholeLog } from "./log-reads.js";
-import type { ScriptReply } from "./scripts.js";
-
-/** One open offer as the inbox lists it: its place in the order and the suggestion. */
-export interface InboxEntry {
-  readonly member: string;
-  readonly suggestion: Suggestion;
-  /** The offer's record as the index keeps it: JSON `[entry id, fields]`. */
-  readonly doc: string;
-}
-
-/** One page of a workspace's inbox. */
-export interface InboxPage {
-  /** Open suggestions, newest offer first. */
-  readonly entries: InboxEntry[];
-  /** The member to read on after; empty when there is nothing after this page. */
-  readonly next: string;
-}
-
-/** Pairs `{ session, token, ... }` of a script reply as a map. */
-function tokenMap(flat: ScriptReply[number]): Map<string, string> {
-  const map = new Map<string, string>();
-  const items = Array.isArray(flat) ? flat : [];
-  for (let i = 0; i + 1 < items.length; i += 2) map.set(String(items[i]), String(items[i + 1]));
-  return map;
-}
 
 /**
  * A workspace's inbox: the open suggestions of every chat of the workspace, newest offer
@@ -277,11 +253,18 @@ export class WorkspaceInbox {
       held?.version ?? "",
     );
     if (reply.length === 1 && held !== undefined && reply[0] === held.version) return held.page;
-    const page = await this.#pageOf(workspaceId, size, after, reply);
+    const page = await mergePage({ workspaceId, size, after }, reply, {
+      resolve: (w, s, token) => this.resolve(w, s, token),
+      chatEntries: (s, w) => this.chatEntries(s, w),
+      entries: this.#entries,
+    });
     // Kept only when no chat was pending: reading one back moved the version already.
     if ((reply[0] as unknown[]).length === 0) this.#keepPage(asked, String(reply[3]), page);
     return page;
   }
+
+  /** The entries made from the index's records (store/inbox-entries.ts). */
+  readonly #entries = new InboxEntries();
 
   /** Pages read while no chat was pending, by (workspace, after, size), with their version. */
   readonly #pages = new Map<string, { readonly version: string; readonly page: InboxPage }>();
@@ -291,48 +274,6 @@ export class WorkspaceInbox {
     if (this.#pages.size >= KEPT_PAGES)
       this.#pages.delete(this.#pages.keys().next().value as string);
     this.#pages.set(asked, { version, page });
-  }
-
-  async #pageOf(
-    workspaceId: string,
-    size: number,
-    after: string,
-    reply: ScriptReply,
-  ): Promise<InboxPage> {
-    const pending = tokenMap(reply[0]);
-    const window = reply[1] as string[];
-    const docs = reply[2] as (string | null)[];
-    const full = window.length === size;
-    const boundary = window.at(-1) ?? "";
-    const fromPending = await Promise.all(
-      [...pending].map(([sessionId, token]) => this.resolve(workspaceId, sessionId, token)),
-    );
-    const unread = new Set<string>();
-    const listed: InboxEntry[] = [];
-    window.forEach((member, i) => {
-      const sessionId = sessionOfMember(member);
-      const doc = docs[i];
-      if (pending.has(sessionId)) return;
-      if (typeof doc !== "string") unread.add(sessionId);
-      else listed.push(entryOf(sessionId, member, doc));
-    });
-    // A record missing from the index (deleted by hand): its chat's members of the
-    // window are read from the chat's log, all of them, each once.
-    const fromLogs = await Promise.all(
-      [...unread].map((sessionId) => this.chatEntries(sessionId, workspaceId)),
-    );
-    const inWindow = new Set(window);
-    const candidates = [
-      ...listed.filter((e) => !unread.has(e.suggestion.sessionId)),
-      ...fromLogs.flat().filter((e) => inWindow.has(e.member)),
-      ...fromPending
-        .flat()
-        .filter((e) => (after === "" || e.member < after) && (!full || e.member >= boundary)),
-    ].sort((a, b) => (a.member < b.member ? 1 : a.member > b.member ? -1 : 0));
-    const entries = candidates.slice(0, size);
-    const more = full || candidates.length > size;
-    const next = !more ? "" : entries.length === size ? (entries.at(-1)?.member ?? "") : boundary;
-    return { entries, next };
   }
 }
 
@@ -344,26 +285,3 @@ export const STALE_ANNOUNCEMENT_MS = 2 * 3_600_000;
 
 /** The most pages one instance keeps, least recently read first out. */
 const KEPT_PAGES = 1_000;
-
-/** Entries made from the index's records, by member; the most kept at once. */
-const madeEntries = new Map<string, InboxEntry>();
-const MADE_ENTRIES = 20_000;
-
-/**
- * An entry from the record the index keeps for it. The suggestion an offer's record
- * makes depends on that record only, so an entry already made from the very same
- * record is answered again (a page read then parses and builds nothing for offers it
- * has seen): the cache can never answer another record than the one read. The oldest
- * go first beyond 20,000.
- */
-function entryOf(sessionId: string, member: string, doc: string): InboxEntry {
-  const made = madeEntries.get(member);
-  if (made !== undefined && made.doc === doc) return made;
-  const [entryId, fields] = JSON.parse(doc) as [string, Record<string, string>];
-  const entry = { member, suggestion: offeredSuggestion(sessionId, { entryId, fields }), doc };
-  if (madeEntries.size >= MADE_ENTRIES) {
-    madeEntries.delete(madeEntries.keys().next().value as string);
-  }
-  madeEntries.set(member, entry);
-  return entry;
-}
