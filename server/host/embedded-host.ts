@@ -31,6 +31,7 @@ import { encodeBinary } from "../codec/binary-encoding.js";
 import { requireId, requireIdempotencyKey } from "../domain/ids.js";
 import { confirmAfter, NotedCommand } from "../redis/write-confirm.js";
 import { type HostKeys, hostKeys } from "../store/keys.js";
+import { runScript } from "../store/run-script.js";
 import type { ChatHost } from "./chat-host.js";
 import { embeddedChatId, embeddedGoalId, embeddedMessageId } from "./embedded-ids.js";
 
@@ -160,7 +161,9 @@ export class EmbeddedChatHost implements ChatHost {
   ): Promise<CreateChatResponse> {
     const write = this.chatWrite(request);
     await this.call(() =>
-      this.redis.createChat(
+      runScript(
+        this.redis,
+        "createChat",
         write.keys.chat,
         write.keys.session,
         write.chat,
@@ -208,7 +211,9 @@ export class EmbeddedChatHost implements ChatHost {
     const { chatId, write } = this.messageWrite(request);
     const keys = hostKeys(chatId);
     const status = await this.call(() =>
-      this.redis.postMessage(
+      runScript(
+        this.redis,
+        "postMessage",
         keys.session,
         keys.messageIds,
         keys.messages,

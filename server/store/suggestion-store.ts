@@ -20,6 +20,7 @@ import { announced, type Fenced, type InboxToken, NO_TOKEN } from "./inbox-token
 import { sessionKeys } from "./keys.js";
 import { ListsCache, type ListsSnapshot } from "./lists-cache.js";
 import { orFromLog, readWholeLog } from "./log-reads.js";
+import { runScript } from "./run-script.js";
 import {
   type NewOffer,
   type OfferOutcome,
@@ -91,7 +92,9 @@ export class SuggestionStore {
     at: InboxToken,
   ): Promise<OfferOutcome | Fenced> {
     const keys = sessionKeys(sessionId);
-    const reply = await this.redis.offer(
+    const reply = await runScript(
+      this.redis,
+      "offer",
       keys.log,
       keys.projection,
       keys.changes,
@@ -121,7 +124,11 @@ export class SuggestionStore {
   ): Promise<SettleOutcome> {
     return this.announcedSettle(sessionId, suggestionId, async (at) =>
       settleOutcome(
-        await this.redis.settle(...this.#settleArgv(sessionId, suggestionId, outcome, chatId, at)),
+        await runScript(
+          this.redis,
+          "settle",
+          ...this.#settleArgv(sessionId, suggestionId, outcome, chatId, at),
+        ),
       ),
     );
   }
@@ -251,7 +258,9 @@ export class SuggestionStore {
     dismissal?: DismissalChoice,
   ): Promise<{ readonly outcome: SettleOutcome; readonly suggestion: Suggestion | undefined }> {
     return this.announcedSettle(sessionId, suggestionId, async (at) => {
-      const [settleReply, readReply] = await this.redis.settleAndRead(
+      const [settleReply, readReply] = await runScript(
+        this.redis,
+        "settleAndRead",
         ...this.#settleArgv(sessionId, suggestionId, outcome, chatId, at, dismissal),
       );
       return this.settledRead(sessionId, suggestionId, settleReply, readReply);
@@ -293,7 +302,7 @@ export class SuggestionStore {
         this.cache.lists(
           sessionId,
           held,
-          await this.redis.readLists(keys.log, keys.projection, held?.version ?? ""),
+          await runScript(this.redis, "readLists", keys.log, keys.projection, held?.version ?? ""),
         ),
       () => this.#snapshotFromLog(sessionId, held),
     );
@@ -323,7 +332,9 @@ export class SuggestionStore {
     const version = held?.version ?? "";
     return orFromLog(
       async () => {
-        const reply = await this.redis.readSuggestion(
+        const reply = await runScript(
+          this.redis,
+          "readSuggestion",
           keys.log,
           keys.projection,
           suggestionId,
