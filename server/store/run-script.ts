@@ -12,17 +12,21 @@ interface Runnable {
   readonly span: ClientSpanSpec;
 }
 
-let runnables: ReadonlyMap<string, Runnable> | undefined;
+/**
+ * Every script of the service ready to call, read once as the module loads. Each
+ * script notes in itself the connections it was sent on (redis/script-call.ts), which
+ * is the same for every client: a connection is one client's.
+ */
+const RUNNABLES: ReadonlyMap<string, Runnable> = new Map(
+  serviceScripts().map((source) => [
+    source.name,
+    { script: flatScript(source.name, source), span: scriptSpan(source.name) },
+  ]),
+);
 
-/** Every script of the service ready to call, built once per process. */
+/** The script `name` ready to call; throws for a name the service has no script of. */
 function runnable(name: string): Runnable {
-  runnables ??= new Map(
-    serviceScripts().map((source) => [
-      source.name,
-      { script: flatScript(source.name, source), span: scriptSpan(source.name) },
-    ]),
-  );
-  const found = runnables.get(name);
+  const found = RUNNABLES.get(name);
   if (found === undefined) throw new Error(`no script command ${name} on the client`);
   return found;
 }
