@@ -19,7 +19,7 @@ import {
 import type { ChatHost } from "../server/host/chat-host.js";
 import { traceChatHost } from "../server/host/traced-host.js";
 import { traceService } from "../server/pipeline/tracing.js";
-import { traceScript } from "../server/store/script-spans.js";
+import { inClientSpan, scriptSpan } from "../server/store/script-spans.js";
 
 /** The figures: ns per call, unwrapped and wrapped, and whether any span recorded. */
 export interface TracingOffResult {
@@ -40,9 +40,14 @@ function path(traced: boolean): Call {
     createChat: () => Promise.reject(new Error("unused")),
     postMessage: () => Promise.reject(new Error("unused")),
   } satisfies ChatHost;
-  const redis = { offer: (..._args: unknown[]) => Promise.resolve([1]) };
+  const bareOffer = (..._args: unknown[]) => Promise.resolve([1]);
+  const span = scriptSpan("offer");
+  const redis = {
+    offer: traced
+      ? (...args: unknown[]) => inClientSpan(span, () => bareOffer(...args))
+      : bareOffer,
+  };
   const host = traced ? traceChatHost(bareHost) : bareHost;
-  if (traced) traceScript(redis as never, "offer");
   const response = create(SuggestTaskResponseSchema, { result: "ok" });
   const impl = {
     async suggestTask(request: SuggestTaskRequest) {

@@ -26,6 +26,7 @@ import { encodeBinary } from "../codec/binary-encoding.js";
 import { requireId } from "../domain/ids.js";
 import { confirmAfter, NotedCommand } from "../redis/write-confirm.js";
 import { hostKeys } from "../store/keys.js";
+import { runScript } from "../store/run-script.js";
 import type { ChatHost } from "./chat-host.js";
 import { embeddedGoalId } from "./embedded-ids.js";
 import { noChat, noMessage, noSession, notPersonsInstruction } from "./embedded-refusals.js";
@@ -143,7 +144,9 @@ export class EmbeddedChatHost implements ChatHost {
   ): Promise<CreateChatResponse> {
     const write = this.chatWrite(request);
     await this.call(() =>
-      this.redis.createChat(
+      runScript(
+        this.redis,
+        "createChat",
         write.keys.chat,
         write.keys.session,
         write.chat,
@@ -173,7 +176,9 @@ export class EmbeddedChatHost implements ChatHost {
     const { chatId, write } = this.messageWrite(request);
     const keys = hostKeys(chatId);
     const status = await this.call(() =>
-      this.redis.postMessage(
+      runScript(
+        this.redis,
+        "postMessage",
         keys.session,
         keys.messageIds,
         keys.messages,

@@ -189,75 +189,76 @@ function send(
   });
 }
 
+/** A script as `callScript` sends it: its command name and its body, SHA and per-connection marks. */
+export interface FlatScript extends ScriptBody {
+  readonly name: string;
+}
+
 /**
- * Makes the method `name` that `defineCommand` put on `client` send `ScriptCall`s: the
- * same script, the same reply (strings), without the flattening. Pipelines and MULTIs
- * copy the client's methods; on them the method is ioredis's own, which queues the
- * call there. The `<name>Buffer` method stays ioredis's. A client with a `keyPrefix` or
- * `showFriendlyErrorStack` (options a `redis://` URL's query can set) keeps ioredis's
- * method, which applies them.
+ * A script to send with `callScript`, once per process: its SHA is computed here, and
+ * the connections it was sent on are noted in it as calls send it (its `#!lua` line and
+ * `cacheOnly` say whether its writes are records replicas must confirm).
  */
-export function callScriptsFlat(
-  client: RedisClient,
+export function flatScript(
   name: string,
   definition: { readonly lua: string; readonly numberOfKeys: number; readonly cacheOnly?: true },
-): void {
-  const records = recordsWrites(definition.lua, definition.cacheOnly);
-  if (client.options.keyPrefix || client.options.showFriendlyErrorStack) {
-    if (writeConfirmation(client) && records) {
-      confirmIoredisCalls(client, name);
-    }
-    return;
-  }
-  const script: ScriptBody = {
+): FlatScript {
+  return {
+    name,
     lua: definition.lua,
     sha: hash("sha1", definition.lua),
     numberOfKeys: String(definition.numberOfKeys),
     sentOn: new WeakMap(),
     marks: 0,
-    records,
+    records: recordsWrites(definition.lua, definition.cacheOnly),
   };
-  onClientItself(client, name, (_, args) => send(client, script, args as Arg[]));
 }
 
 /**
- * ioredis's own script method, kept for a client with a `keyPrefix`, when the client's
- * writes wait for replicas: the call goes in a pipeline that notes where it is written
+ * Calls `script` on `client` with its keys then its arguments, flat: a `ScriptCall`
+ * (EVALSHA, the body when the connection lacks it, NOSCRIPT sent again), whose writes
+ * wait for replicas when the client's do (write-confirm.ts). A client with a `keyPrefix`
+ * or `showFriendlyErrorStack` (options a `redis://` URL's query can set) gets the
+ * command ioredis's `defineCommand` made under the script's name instead, which applies
+ * them (in a pipeline that notes where it is written, when its writes wait for replicas).
+ */
+export function callScript(
+  client: RedisClient,
+  script: FlatScript,
+  args: readonly Arg[],
+): Promise<unknown> {
+  if (client.options.keyPrefix || client.options.showFriendlyErrorStack) {
+    return ioredisCall(client, script, args);
+  }
+  return send(client, script, args);
+}
+
+/** A method of a client or pipeline as ioredis's `defineCommand` makes it. */
+type DefinedCommand = (this: unknown, ...args: readonly Arg[]) => unknown;
+
+/** The command `defineCommand` made on `target` under `name`; throws when there is none. */
+function definedCommand(target: object, name: string): DefinedCommand {
+  const command = (target as Record<string, unknown>)[name];
+  if (typeof command !== "function") throw new Error(`no script command ${name} on the client`);
+  return command as DefinedCommand;
+}
+
+/**
+ * ioredis's own script command, for a client with a `keyPrefix`: when the client's writes
+ * wait for replicas, the call goes in a pipeline that notes where it is written
  * (`notedLast`), for the WAIT that must follow it.
  */
-function confirmIoredisCalls(client: RedisClient, name: string): void {
-  onClientItself(client, name, (_, args) => {
-    const key = `${client.options.keyPrefix ?? ""}${String(args[0])}`;
-    return confirmAfter(client, key, async (tracked) => {
-      const pipeline = client.pipeline();
-      (pipeline as unknown as Record<string, ClientMethod>)[name]?.apply(pipeline, args);
-      const [[err, value] = []] = (await notedLast(pipeline, tracked).exec()) ?? [];
-      if (err) throw err;
-      return value;
-    });
+function ioredisCall(client: RedisClient, script: FlatScript, args: readonly Arg[]) {
+  const { name } = script;
+  if (!(writeConfirmation(client) && script.records)) {
+    return definedCommand(client, name).apply(client, args as Arg[]) as Promise<unknown>;
+  }
+  const key = `${client.options.keyPrefix ?? ""}${String(args[0])}`;
+  return confirmAfter(client, key, async (tracked) => {
+    const pipeline = client.pipeline();
+    definedCommand(pipeline, name).apply(pipeline, args as Arg[]);
+    const [[err, value] = []] = (await notedLast(pipeline, tracked).exec()) ?? [];
+    if (err) throw err;
+    return value;
   });
-}
-
-/** A method of a client, as ioredis's `defineCommand` makes it. */
-export type ClientMethod = (this: unknown, ...args: unknown[]) => unknown;
-
-/**
- * Replaces the method `name` of `client` for calls on the client itself with `call`,
- * which is given the method it replaces. ioredis copies a client's methods onto every
- * pipeline and MULTI; called there, the method is the one replaced, which queues the
- * command in the pipeline and answers the pipeline. Throws when the client has no such
- * method (a script that was not defined).
- */
-export function onClientItself(
-  client: RedisClient,
-  name: string,
-  call: (replaced: ClientMethod, args: unknown[]) => unknown,
-): void {
-  const target = client as unknown as Record<string, ClientMethod>;
-  const replaced = target[name];
-  if (typeof replaced !== "function") throw new Error(`no script command ${name} on the client`);
-  target[name] = function onClient(this: unknown, ...args: unknown[]) {
-    if (this !== client) return replaced.apply(this, args);
-    return call(replaced, args);
-  };
 }

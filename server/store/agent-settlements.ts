@@ -6,6 +6,7 @@ import { foldSettlements, settlementOf, suggestionAfter } from "../domain/settle
 import type { Fenced, InboxToken } from "./inbox-token.js";
 import { sessionKeys, WORKSPACE_CHANNEL_PARTS } from "./keys.js";
 import { orFromLog, readWholeLog } from "./log-reads.js";
+import { runScript } from "./run-script.js";
 import type { ScriptReply } from "./scripts.js";
 
 /** A withdrawal as the tool hands it to the store: fields already trimmed and checked. */
@@ -53,7 +54,9 @@ export async function withdrawOffer(
   retentionMs = 0,
 ): Promise<WithdrawOutcome | Fenced> {
   const keys = sessionKeys(sessionId);
-  const reply = await redis.withdraw(
+  const reply = await runScript(
+    redis,
+    "withdraw",
     keys.log,
     keys.projection,
     keys.changes,
@@ -98,7 +101,10 @@ export async function settlementsAfter(
   const keys = sessionKeys(sessionId);
   return orFromLog(
     async () =>
-      settlementsOfReply(sessionId, await redis.settlements(keys.log, keys.projection, after)),
+      settlementsOfReply(
+        sessionId,
+        await runScript(redis, "settlements", keys.log, keys.projection, after),
+      ),
     // Redis refuses writes (store/log-reads.ts): the whole log folded, nothing written.
     async () => foldSettlements(sessionId, (await readWholeLog(redis, sessionId)).records, after),
   );

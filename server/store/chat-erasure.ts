@@ -1,8 +1,8 @@
-import type { Cluster, Redis, Result } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { LIFETIME_LIMIT } from "../domain/limits.js";
 import { rebuildChat } from "./inbox-rebuild.js";
 import { hostKeys, sessionKeys, startLockKey, workspaceKeys } from "./keys.js";
-import type { ScriptReply } from "./scripts.js";
+import { runScript } from "./run-script.js";
 import type { WorkspaceInbox } from "./workspace-inbox.js";
 
 /**
@@ -58,7 +58,9 @@ export async function eraseChat(
     // Unused lock keys repeat the first (the empty id's when none: never a lock).
     const first = locks[0] ?? startLockKey(sessionId, "");
     while (locks.length < ERASED_LOCK_KEYS) locks.push(first);
-    const reply = await redis.forgetChat(
+    const reply = await runScript(
+      redis,
+      "forgetChat",
       keys.log,
       keys.projection,
       keys.changes,
@@ -83,26 +85,19 @@ export async function eraseChat(
     const workspaces = (reply[1] ?? []) as string[];
     for (const workspaceId of workspaces) {
       const ws = workspaceKeys(workspaceId);
-      await redis.inboxForget(ws.offers, ws.chats, ws.pending, ws.docs, sessionId, ws.changes);
+      await runScript(
+        redis,
+        "inboxForget",
+        ws.offers,
+        ws.chats,
+        ws.pending,
+        ws.docs,
+        sessionId,
+        ws.changes,
+      );
     }
     // Read back into every workspace of its open offers, not only those erased.
     if ((await redis.exists(keys.log)) === 1) await rebuildChat(inbox, sessionId);
     return { workspaces };
-  }
-}
-
-declare module "ioredis" {
-  interface RedisCommander<Context> {
-    /** lua/forgetChat-17.lua: `{ status, workspaces, ids }`. */
-    forgetChat(...keysAndArgs: string[]): Result<ScriptReply, Context>;
-    /** lua/inboxForget-4.lua: 1 when the index held something of the chat. */
-    inboxForget(
-      offers: string,
-      chats: string,
-      pending: string,
-      docs: string,
-      session: string,
-      channel: string,
-    ): Result<number, Context>;
   }
 }

@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from "ioredis";
 import { startLockKey, startResultChannel } from "./keys.js";
+import { runScript } from "./run-script.js";
 import {
   type StartLockSettings,
   type StartResult,
@@ -42,7 +43,7 @@ export class HeldStartLock {
           clearInterval(this.#timer);
           return;
         }
-        this.#redis.extendLock(this.#key, this.#token, String(settings.ttlMs)).then(
+        runScript(this.#redis, "extendLock", this.#key, this.#token, String(settings.ttlMs)).then(
           (extended) => {
             if (extended === 1) return;
             this.#lost = true;
@@ -85,7 +86,9 @@ export class HeldStartLock {
    */
   async release(result: StartResult): Promise<boolean> {
     this.ended();
-    const held = await this.#redis.releaseLock(
+    const held = await runScript(
+      this.#redis,
+      "releaseLock",
       this.#key,
       this.#channel,
       this.#token,

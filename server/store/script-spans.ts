@@ -6,8 +6,6 @@ import {
   SpanStatusCode,
   trace,
 } from "@opentelemetry/api";
-import type { Cluster, Redis } from "ioredis";
-import { onClientItself } from "../redis/script-call.js";
 
 /**
  * The service's tracer (scope `suggest-task`, as in server/pipeline/tracing.ts). Got once:
@@ -47,14 +45,13 @@ export function inClientSpan<T>(spec: ClientSpanSpec, call: () => Promise<T>): P
 }
 
 /**
- * Makes every call of the script command `name` on `client` a client span `redis <name>`,
- * a child of whatever span is active (the RPC's, or a chat-host call's). It replaces the
- * method `defineCommand` put on the client, so it is the one place every script call
- * goes through; scripts queued in a pipeline or MULTI are not spanned one by one
- * (test/pipeline/tracing.test.ts).
+ * The client span of a call of the script `name` on a client itself: `redis <name>`, a
+ * child of whatever span is active (the RPC's, or a chat-host call's), which `runScript`
+ * (store/run-script.ts) opens around each call; scripts queued in a pipeline or MULTI are
+ * not spanned one by one (test/pipeline/tracing.test.ts).
  */
-export function traceScript(client: Redis | Cluster, name: string): void {
-  const spec: ClientSpanSpec = {
+export function scriptSpan(name: string): ClientSpanSpec {
+  return {
     name: `redis ${name}`,
     options: {
       kind: SpanKind.CLIENT,
@@ -65,7 +62,4 @@ export function traceScript(client: Redis | Cluster, name: string): void {
       },
     },
   };
-  onClientItself(client, name, (replaced, args) =>
-    inClientSpan(spec, () => replaced.apply(client, args) as Promise<unknown>),
-  );
 }

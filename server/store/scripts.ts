@@ -1,9 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
-import type { Cluster, Redis, Result } from "ioredis";
+import type { ClientContext, Cluster, Redis, Result } from "ioredis";
 import { connectRedis, type RedisClient } from "../redis/redis-client.js";
-import { callScriptsFlat } from "../redis/script-call.js";
 import { confirmWrites, type WriteConfirmation } from "../redis/write-confirm.js";
-import { traceScript } from "./script-spans.js";
 
 /** A line that inlines `includes/<name>.lua` in its place. */
 const INCLUDE = /^--- @include "([a-z-]+)"$/gm;
@@ -98,136 +96,159 @@ export function createRedisClient(url: string, confirmation?: WriteConfirmation)
   return client;
 }
 
+/** The service's scripts, read once per process (`loadScripts`). */
+export function serviceScripts(): readonly ScriptSource[] {
+  cached ??= loadScripts();
+  return cached;
+}
+
 /**
- * Registers every script on a client with `defineCommand` (for pipelines and MULTIs),
- * its calls on the client itself as `callScriptsFlat` sends them, once per client.
+ * Registers every script on a client with ioredis's `defineCommand`, once per client:
+ * the typed commands of pipelines and MULTIs (`ScriptCommands`), and of a client with a
+ * `keyPrefix` (redis/script-call.ts `callScript`). A call on the client itself goes
+ * through `runScript` (store/run-script.ts).
  */
 export function defineScripts(client: Redis | Cluster): void {
-  cached ??= loadScripts();
-  for (const script of cached) {
+  for (const script of serviceScripts()) {
     client.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
-    callScriptsFlat(client, script.name, script);
-    traceScript(client, script.name);
   }
 }
 
 /** A script's raw reply: Redis arrays of strings, numbers and nested arrays. */
 export type ScriptReply = (string | number | null | ScriptReply)[];
 
+/**
+ * Every script's command, its keys then its arguments and its reply: what `runScript`
+ * takes for each name (store/run-script.ts), and, merged into ioredis's
+ * `RedisCommander`, the command `defineCommand` made on every client, pipeline and MULTI.
+ */
+export interface ScriptCommands<Context extends ClientContext = { type: "default" }> {
+  /** lua/offer-3.lua */
+  offer(
+    log: string,
+    projection: string,
+    changes: string,
+    ...argv: string[]
+  ): Result<ScriptReply, Context>;
+  /** lua/settleAndRead-3.lua: `{ settle-3.lua's reply, readSuggestion-2.lua's reply }`. */
+  settleAndRead(
+    log: string,
+    projection: string,
+    changes: string,
+    ...argv: string[]
+  ): Result<[ScriptReply, ScriptReply], Context>;
+  /** lua/settle-3.lua */
+  settle(
+    log: string,
+    projection: string,
+    changes: string,
+    ...argv: string[]
+  ): Result<ScriptReply, Context>;
+  /** lua/withdraw-3.lua: `{ status, offer, settlement }`. */
+  withdraw(
+    log: string,
+    projection: string,
+    changes: string,
+    ...argv: string[]
+  ): Result<ScriptReply, Context>;
+  /** lua/settlements-2.lua: `{ offers, settlements }`. */
+  settlements(log: string, projection: string, after: string): Result<ScriptReply, Context>;
+  /** lua/announce-2.lua: the chat's new inbox token. */
+  announce(chats: string, pending: string, ...argv: string[]): Result<number, Context>;
+  /** lua/inboxPage-4.lua: `{ pending, members, docs }`. */
+  inboxPage(
+    offers: string,
+    chats: string,
+    pending: string,
+    docs: string,
+    ...argv: string[]
+  ): Result<ScriptReply, Context>;
+  /** lua/inboxPut-4.lua: 1 written, 0 not. */
+  inboxPut(
+    offers: string,
+    chats: string,
+    pending: string,
+    docs: string,
+    ...argv: string[]
+  ): Result<number, Context>;
+  /** lua/inboxChat-2.lua: `{ position, offer, ... }`. */
+  inboxChat(log: string, projection: string, ...argv: string[]): Result<ScriptReply, Context>;
+  /** lua/readLists-2.lua: `{ version, offer, settlement, ... }`, or `{ version }` when `have`. */
+  readLists(log: string, projection: string, have?: string): Result<ScriptReply, Context>;
+  /** lua/readSuggestion-2.lua: `{ version, offer, settlement }`, or `{ version }` when `have`. */
+  readSuggestion(
+    log: string,
+    projection: string,
+    suggestionId: string,
+    have: string,
+  ): Result<ScriptReply, Context>;
+  /**
+   * lua/beginStart-4.lua: `{ session record in hex, taken, readSuggestion-2.lua's reply,
+   * the fixed options' record fields, the stream id of the starting record appended now }`.
+   */
+  beginStart(
+    log: string,
+    projection: string,
+    lock: string,
+    hostSession: string,
+    ...argv: string[]
+  ): Result<[string, number, ScriptReply, string[], string?], Context>;
+  /** lua/abandonStart-4.lua: `{ abandoned, released }`, each 1 or 0. */
+  abandonStart(
+    log: string,
+    projection: string,
+    lock: string,
+    channel: string,
+    ...argv: string[]
+  ): Result<[number, number], Context>;
+  /** lua/settleStart-5.lua: `{ settle-3.lua's reply, readSuggestion-2.lua's reply, held }`. */
+  settleStart(
+    log: string,
+    projection: string,
+    changes: string,
+    lock: string,
+    channel: string,
+    ...argv: string[]
+  ): Result<[ScriptReply, ScriptReply, number], Context>;
+  /** lua/extendLock-1.lua: 1 when the caller still holds the lock. */
+  extendLock(lock: string, token: string, ttlMs: string): Result<number, Context>;
+  /** lua/releaseLock-2.lua: 1 when the caller held the lock. */
+  releaseLock(
+    lock: string,
+    channel: string,
+    token: string,
+    message: string,
+  ): Result<number, Context>;
+  /** lua/createChat-2.lua: 1 created, 0 existed. */
+  createChat(
+    chat: string,
+    session: string,
+    chatBytes: Buffer,
+    sessionBytes: Buffer,
+    retentionMs?: string,
+  ): Result<number, Context>;
+  /** lua/postMessage-3.lua: 0 posted, 1 already posted, 2 no such chat. */
+  postMessage(
+    session: string,
+    messageIds: string,
+    messages: string,
+    messageId: string,
+    messageBytes: Buffer,
+    retentionMs?: string,
+  ): Result<number, Context>;
+  /** lua/forgetChat-17.lua: `{ status, workspaces, ids }`. */
+  forgetChat(...keysAndArgs: string[]): Result<ScriptReply, Context>;
+  /** lua/inboxForget-4.lua: 1 when the index held something of the chat. */
+  inboxForget(
+    offers: string,
+    chats: string,
+    pending: string,
+    docs: string,
+    session: string,
+    channel: string,
+  ): Result<number, Context>;
+}
+
 declare module "ioredis" {
-  interface RedisCommander<Context> {
-    /** lua/offer-3.lua */
-    offer(
-      log: string,
-      projection: string,
-      changes: string,
-      ...argv: string[]
-    ): Result<ScriptReply, Context>;
-    /** lua/settleAndRead-3.lua: `{ settle-3.lua's reply, readSuggestion-2.lua's reply }`. */
-    settleAndRead(
-      log: string,
-      projection: string,
-      changes: string,
-      ...argv: string[]
-    ): Result<[ScriptReply, ScriptReply], Context>;
-    /** lua/settle-3.lua */
-    settle(
-      log: string,
-      projection: string,
-      changes: string,
-      ...argv: string[]
-    ): Result<ScriptReply, Context>;
-    /** lua/withdraw-3.lua: `{ status, offer, settlement }`. */
-    withdraw(
-      log: string,
-      projection: string,
-      changes: string,
-      ...argv: string[]
-    ): Result<ScriptReply, Context>;
-    /** lua/settlements-2.lua: `{ offers, settlements }`. */
-    settlements(log: string, projection: string, after: string): Result<ScriptReply, Context>;
-    /** lua/announce-2.lua: the chat's new inbox token. */
-    announce(chats: string, pending: string, ...argv: string[]): Result<number, Context>;
-    /** lua/inboxPage-4.lua: `{ pending, members, docs }`. */
-    inboxPage(
-      offers: string,
-      chats: string,
-      pending: string,
-      docs: string,
-      ...argv: string[]
-    ): Result<ScriptReply, Context>;
-    /** lua/inboxPut-4.lua: 1 written, 0 not. */
-    inboxPut(
-      offers: string,
-      chats: string,
-      pending: string,
-      docs: string,
-      ...argv: string[]
-    ): Result<number, Context>;
-    /** lua/inboxChat-2.lua: `{ position, offer, ... }`. */
-    inboxChat(log: string, projection: string, ...argv: string[]): Result<ScriptReply, Context>;
-    /** lua/readLists-2.lua: `{ version, offer, settlement, ... }`, or `{ version }` when `have`. */
-    readLists(log: string, projection: string, have?: string): Result<ScriptReply, Context>;
-    /** lua/readSuggestion-2.lua: `{ version, offer, settlement }`, or `{ version }` when `have`. */
-    readSuggestion(
-      log: string,
-      projection: string,
-      suggestionId: string,
-      have: string,
-    ): Result<ScriptReply, Context>;
-    /**
-     * lua/beginStart-4.lua: `{ session record in hex, taken, readSuggestion-2.lua's reply,
-     * the fixed options' record fields, the stream id of the starting record appended now }`.
-     */
-    beginStart(
-      log: string,
-      projection: string,
-      lock: string,
-      hostSession: string,
-      ...argv: string[]
-    ): Result<[string, number, ScriptReply, string[], string?], Context>;
-    /** lua/abandonStart-4.lua: `{ abandoned, released }`, each 1 or 0. */
-    abandonStart(
-      log: string,
-      projection: string,
-      lock: string,
-      channel: string,
-      ...argv: string[]
-    ): Result<[number, number], Context>;
-    /** lua/settleStart-5.lua: `{ settle-3.lua's reply, readSuggestion-2.lua's reply, held }`. */
-    settleStart(
-      log: string,
-      projection: string,
-      changes: string,
-      lock: string,
-      channel: string,
-      ...argv: string[]
-    ): Result<[ScriptReply, ScriptReply, number], Context>;
-    /** lua/extendLock-1.lua: 1 when the caller still holds the lock. */
-    extendLock(lock: string, token: string, ttlMs: string): Result<number, Context>;
-    /** lua/releaseLock-2.lua: 1 when the caller held the lock. */
-    releaseLock(
-      lock: string,
-      channel: string,
-      token: string,
-      message: string,
-    ): Result<number, Context>;
-    /** lua/createChat-2.lua: 1 created, 0 existed. */
-    createChat(
-      chat: string,
-      session: string,
-      chatBytes: Buffer,
-      sessionBytes: Buffer,
-      retentionMs?: string,
-    ): Result<number, Context>;
-    /** lua/postMessage-3.lua: 0 posted, 1 already posted, 2 no such chat. */
-    postMessage(
-      session: string,
-      messageIds: string,
-      messages: string,
-      messageId: string,
-      messageBytes: Buffer,
-      retentionMs?: string,
-    ): Result<number, Context>;
-  }
+  interface RedisCommander<Context> extends ScriptCommands<Context> {}
 }

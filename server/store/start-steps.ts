@@ -3,6 +3,7 @@ import { parseEntries } from "../domain/fold.js";
 import { type ChosenOptions, chosenOf, NO_OPTIONS, optionFields } from "../domain/start-options.js";
 import type { HeldStartLock } from "./held-start-lock.js";
 import { hostKeys, sessionKeys, startLockKey, startResultChannel } from "./keys.js";
+import { runScript } from "./run-script.js";
 import { type SettleOutcome, settleArgs } from "./script-replies.js";
 import { startResultMessage } from "./start-lock-protocol.js";
 import type { SuggestionStore } from "./suggestion-store.js";
@@ -47,7 +48,9 @@ export async function beginStart(
   options: ChosenOptions = NO_OPTIONS,
 ): Promise<StartBegun> {
   const keys = sessionKeys(sessionId);
-  const [record, taken, read, fixed, appended] = await store.redis.beginStart(
+  const [record, taken, read, fixed, appended] = await runScript(
+    store.redis,
+    "beginStart",
     keys.log,
     keys.projection,
     startLockKey(sessionId, suggestionId),
@@ -87,7 +90,9 @@ export async function abandonStart(
 ): Promise<boolean> {
   lock.ended();
   const keys = sessionKeys(sessionId);
-  const [abandoned] = await store.redis.abandonStart(
+  const [abandoned] = await runScript(
+    store.redis,
+    "abandonStart",
     keys.log,
     keys.projection,
     startLockKey(sessionId, suggestionId),
@@ -125,7 +130,9 @@ export function settleStart(
   const keys = sessionKeys(sessionId);
   return store.announcedSettle(sessionId, suggestionId, async (at) => {
     const chatId = await started;
-    const [settleReply, readReply] = await store.redis.settleStart(
+    const [settleReply, readReply] = await runScript(
+      store.redis,
+      "settleStart",
       keys.log,
       keys.projection,
       keys.changes,

@@ -5,6 +5,7 @@ import type { Fenced } from "./inbox-token.js";
 import { sessionKeys } from "./keys.js";
 import type { ListsCache, ListsSnapshot } from "./lists-cache.js";
 import { orFromLog, readWholeLog } from "./log-reads.js";
+import { runScript } from "./run-script.js";
 import { type SettleOutcome, settleOutcome } from "./script-replies.js";
 import type { ScriptReply } from "./scripts.js";
 
@@ -39,7 +40,7 @@ export class SuggestionReads {
         this.cache.lists(
           sessionId,
           held,
-          await this.redis.readLists(keys.log, keys.projection, held?.version ?? ""),
+          await runScript(this.redis, "readLists", keys.log, keys.projection, held?.version ?? ""),
         ),
       () => this.#snapshotFromLog(sessionId, held),
     );
@@ -69,7 +70,9 @@ export class SuggestionReads {
     const version = held?.version ?? "";
     return orFromLog(
       async () => {
-        const reply = await this.redis.readSuggestion(
+        const reply = await runScript(
+          this.redis,
+          "readSuggestion",
           keys.log,
           keys.projection,
           suggestionId,

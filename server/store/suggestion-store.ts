@@ -14,6 +14,7 @@ import { type ErasureReport, eraseChat } from "./chat-erasure.js";
 import { announced, type Fenced, type InboxToken, NO_TOKEN } from "./inbox-token.js";
 import { sessionKeys } from "./keys.js";
 import { ListsCache, type ListsSnapshot } from "./lists-cache.js";
+import { runScript } from "./run-script.js";
 import {
   type NewOffer,
   type OfferOutcome,
@@ -90,7 +91,9 @@ export class SuggestionStore {
     at: InboxToken,
   ): Promise<OfferOutcome | Fenced> {
     const keys = sessionKeys(sessionId);
-    const reply = await this.redis.offer(
+    const reply = await runScript(
+      this.redis,
+      "offer",
       keys.log,
       keys.projection,
       keys.changes,
@@ -120,7 +123,11 @@ export class SuggestionStore {
   ): Promise<SettleOutcome> {
     return this.announcedSettle(sessionId, suggestionId, async (at) =>
       settleOutcome(
-        await this.redis.settle(...this.#settleArgv(sessionId, suggestionId, outcome, chatId, at)),
+        await runScript(
+          this.redis,
+          "settle",
+          ...this.#settleArgv(sessionId, suggestionId, outcome, chatId, at),
+        ),
       ),
     );
   }
@@ -250,7 +257,9 @@ export class SuggestionStore {
     dismissal?: DismissalChoice,
   ): Promise<{ readonly outcome: SettleOutcome; readonly suggestion: Suggestion | undefined }> {
     return this.announcedSettle(sessionId, suggestionId, async (at) => {
-      const [settleReply, readReply] = await this.redis.settleAndRead(
+      const [settleReply, readReply] = await runScript(
+        this.redis,
+        "settleAndRead",
         ...this.#settleArgv(sessionId, suggestionId, outcome, chatId, at, dismissal),
       );
       return this.settledRead(sessionId, suggestionId, settleReply, readReply);

@@ -7,6 +7,7 @@ import { mergePage } from "./inbox-page-merge.js";
 import type { InboxToken } from "./inbox-token.js";
 import { sessionKeys, workspaceChannelParts, workspaceKeys } from "./keys.js";
 import { openOffersOf, orFromLog, type PlacedOffer, readWholeLog } from "./log-reads.js";
+import { runScript } from "./run-script.js";
 
 /**
  * A workspace's inbox: the open suggestions of every chat of the workspace, newest offer
@@ -81,7 +82,9 @@ export class WorkspaceInbox {
    */
   async forget(workspaceId: string, sessionId: string): Promise<void> {
     const keys = workspaceKeys(workspaceId);
-    await this.redis.inboxForget(
+    await runScript(
+      this.redis,
+      "inboxForget",
       keys.offers,
       keys.chats,
       keys.pending,
@@ -120,7 +123,9 @@ export class WorkspaceInbox {
   /** Marks the chat pending in the workspace; answers its new token (at least `minimum`). */
   async announce(workspaceId: string, sessionId: string, minimum = 0): Promise<number> {
     const keys = workspaceKeys(workspaceId);
-    return Number(await this.redis.announce(keys.chats, keys.pending, sessionId, String(minimum)));
+    return Number(
+      await runScript(this.redis, "announce", keys.chats, keys.pending, sessionId, String(minimum)),
+    );
   }
 
   /**
@@ -150,7 +155,14 @@ export class WorkspaceInbox {
     const keys = sessionKeys(sessionId);
     const read = await orFromLog(
       async () => {
-        const reply = await this.redis.inboxChat(keys.log, keys.projection, workspaceId, fence);
+        const reply = await runScript(
+          this.redis,
+          "inboxChat",
+          keys.log,
+          keys.projection,
+          workspaceId,
+          fence,
+        );
         const offers: PlacedOffer[] = [];
         for (let i = 1; i + 1 < reply.length; i += 2) {
           const [record] = parseEntries([reply[i + 1] as [string, string[]]]);
@@ -181,7 +193,9 @@ export class WorkspaceInbox {
     entries: readonly InboxEntry[],
   ): Promise<boolean> {
     const keys = workspaceKeys(workspaceId);
-    const written = await this.redis.inboxPut(
+    const written = await runScript(
+      this.redis,
+      "inboxPut",
       keys.offers,
       keys.chats,
       keys.pending,
@@ -243,7 +257,9 @@ export class WorkspaceInbox {
     const keys = workspaceKeys(workspaceId);
     const asked = `${workspaceId}\n${after}\n${size}`;
     const held = this.#pages.get(asked);
-    const reply = await this.redis.inboxPage(
+    const reply = await runScript(
+      this.redis,
+      "inboxPage",
       keys.offers,
       keys.chats,
       keys.pending,
