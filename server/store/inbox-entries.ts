@@ -45,3 +45,28 @@ export class InboxEntries {
     return entry;
   }
 }
+
+/** The most pages one instance keeps, least recently read first out. */
+const KEPT_PAGES = 1_000;
+
+/**
+ * The pages an inbox answered, by what was asked, with the index's version they were read
+ * at: a page asked again at the same version is answered without reading the records.
+ */
+export class KeptPages {
+  readonly #pages = new Map<string, { readonly version: string; readonly page: InboxPage }>();
+
+  /** The page kept for `asked`, with its version; undefined when none is. */
+  get(asked: string): { readonly version: string; readonly page: InboxPage } | undefined {
+    return this.#pages.get(asked);
+  }
+
+  /** Keeps `page` for `asked` at `version`, the least recently kept going first. */
+  keep(asked: string, version: string, page: InboxPage): void {
+    this.#pages.delete(asked);
+    if (this.#pages.size >= KEPT_PAGES) {
+      this.#pages.delete(this.#pages.keys().next().value as string);
+    }
+    this.#pages.set(asked, { version, page });
+  }
+}

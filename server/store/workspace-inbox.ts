@@ -2,7 +2,7 @@ import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { Cluster, Redis } from "ioredis";
 import { offeredSuggestion, parseEntries } from "../domain/fold.js";
 import { inboxMember } from "../domain/inbox-page.js";
-import { InboxEntries, type InboxEntry, type InboxPage } from "./inbox-entries.js";
+import { InboxEntries, type InboxEntry, type InboxPage, KeptPages } from "./inbox-entries.js";
 import { mergePage } from "./inbox-page-merge.js";
 import type { InboxToken } from "./inbox-token.js";
 import { sessionKeys, workspaceChannelParts, workspaceKeys } from "./keys.js";
@@ -275,7 +275,7 @@ export class WorkspaceInbox {
       entries: this.#entries,
     });
     // Kept only when no chat was pending: reading one back moved the version already.
-    if ((reply[0] as unknown[]).length === 0) this.#keepPage(asked, String(reply[3]), page);
+    if ((reply[0] as unknown[]).length === 0) this.#pages.keep(asked, String(reply[3]), page);
     return page;
   }
 
@@ -283,14 +283,7 @@ export class WorkspaceInbox {
   readonly #entries = new InboxEntries();
 
   /** Pages read while no chat was pending, by (workspace, after, size), with their version. */
-  readonly #pages = new Map<string, { readonly version: string; readonly page: InboxPage }>();
-
-  #keepPage(asked: string, version: string, page: InboxPage): void {
-    this.#pages.delete(asked);
-    if (this.#pages.size >= KEPT_PAGES)
-      this.#pages.delete(this.#pages.keys().next().value as string);
-    this.#pages.set(asked, { version, page });
-  }
+  readonly #pages = new KeptPages();
 }
 
 /**
@@ -298,6 +291,3 @@ export class WorkspaceInbox {
  * longer than the longest call (MAX_DEADLINE_MS is at most an hour) and any clock skew.
  */
 export const STALE_ANNOUNCEMENT_MS = 2 * 3_600_000;
-
-/** The most pages one instance keeps, least recently read first out. */
-const KEPT_PAGES = 1_000;
