@@ -212,8 +212,9 @@ test("call logs reach a terminal at once", async () => {
   await callLogShowsUp(() => output, `http://127.0.0.1:${port}`);
 });
 
-test("npm start runs node itself, so kill -TERM of npm start stops node and its redis-server", async () => {
-  const data = tempDir("npm");
+/** `npm start` on a free port with a data folder of its own; resolves once it listens. */
+async function npmStart(prefix: string) {
+  const data = tempDir(prefix);
   cleanups.push(data.remove);
   const npm = spawn("npm", ["start"], {
     env: { ...process.env, HOST: "127.0.0.1", PORT: "0", DATA_DIR: data.dir },
@@ -228,6 +229,11 @@ test("npm start runs node itself, so kill -TERM of npm start stops node and its 
   );
   cleanups.push(() => npm.exitCode === null && npm.kill("SIGKILL"));
   await until(() => output.includes("listening on"), 60_000);
+  return { npm, data, exited };
+}
+
+test("npm start runs node itself, so kill -TERM of npm start stops node and its redis-server", async () => {
+  const { npm, data, exited } = await npmStart("npm");
   const [service] = childrenOf(npm.pid as number);
   // No sh -c in between: npm's child is node itself, which gets the signal npm passes on.
   expect(commandOf(service as number)).toEqual([
@@ -244,19 +250,7 @@ test("npm start on an up-to-date build compiles nothing; a changed source builds
   execFileSync("npm", ["run", "-s", "build:server"], { stdio: "ignore" });
   const built = () => statSync("dist/server/main.js").mtimeMs;
   const before = built();
-  const data = tempDir("fresh");
-  cleanups.push(data.remove);
-  const npm = spawn("npm", ["start"], {
-    env: { ...process.env, HOST: "127.0.0.1", PORT: "0", DATA_DIR: data.dir },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  npm.stdout.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  const exited = new Promise((resolve) => npm.once("exit", resolve));
-  cleanups.push(() => npm.exitCode === null && npm.kill("SIGKILL"));
-  await until(() => output.includes("listening on"), 60_000);
+  const { npm, exited } = await npmStart("fresh");
   expect(built()).toBe(before);
   npm.kill("SIGTERM");
   await exited;
