@@ -85,8 +85,10 @@ describe.each([
 
       await new Promise((r) => setTimeout(r, 500));
       const rssAfter = rssMbOf(pid);
-      // Loosely: 300 watches are not kept (each held about 15 KB, 5,000 of them 75 MB).
-      expect(rssAfter).toBeLessThan(rssBefore + 40);
+      // Loosely: 300 watches are not kept (each held about 15 KB, 5,000 of them 75 MB). V8
+      // keeps heap pages it grew for a while, more on newer Node releases (+46 MB seen on
+      // Node 24), so the bound is wide; the served counts and listeners are the exact checks.
+      expect(rssAfter).toBeLessThan(rssBefore + 64);
       expect(service.output()).not.toContain("MaxListenersExceededWarning");
     } finally {
       for (const s of sessions) s.close();
