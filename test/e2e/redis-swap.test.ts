@@ -14,6 +14,7 @@ import {
   grpcClients,
   ownRedis,
   putSession,
+  type ServiceProcess,
   spawnService,
   tempDir,
   uniqueId,
@@ -146,6 +147,28 @@ async function retried<T>(call: () => Promise<T>): Promise<T> {
 }
 
 /**
+ * After the swap: the load stopped, something was acknowledged, nothing missed, and the
+ * service is the same process, never exited.
+ */
+async function expectSameProcessMissedNothing(
+  service: ServiceProcess,
+  pid: number | undefined,
+  load: ReturnType<typeof agentLoad>,
+  clients: Clients,
+  watched: Watched,
+): Promise<void> {
+  await sleep(500);
+  await load.stop();
+  expect(load.acknowledged.length).toBeGreaterThan(0);
+  await expectNothingMissed(clients, watched, load.acknowledged);
+  expect([service.child.pid, service.child.exitCode, service.child.signalCode]).toEqual([
+    pid,
+    null,
+    null,
+  ]);
+}
+
+/**
  * After the swap: a new offer in each watched chat and in a new chat of the workspace,
  * seen by every watch; every acknowledged offer is listed.
  */
@@ -260,15 +283,7 @@ test("the primary behind the address dies, connections hang 6.5 s, the promoted 
   // Ready again as soon as the answer watch hears the new primary.
   await eventually(async () => (await readyz(service.url))[0] === 200, 2_000);
   expect((await health.check({ service: "" })).status).toBe(Serving.SERVING);
-  await sleep(500);
-  await load.stop();
-  expect(load.acknowledged.length).toBeGreaterThan(0);
-  await expectNothingMissed(clients, watched, load.acknowledged);
-  expect([service.child.pid, service.child.exitCode, service.child.signalCode]).toEqual([
-    pid,
-    null,
-    null,
-  ]);
+  await expectSameProcessMissedNothing(service, pid, load, clients, watched);
   expect(service.output()).not.toMatch(/unhandled|uncaught/i);
   console.info(`served again ${servedMs} ms after the switch`);
   expect(servedMs).toBeLessThan(2_000);
@@ -299,15 +314,7 @@ test("the one Redis behind the address restarts (AOF, same data folder): served 
     remove: first.remove,
   });
   const servedMs = await untilServed(clients, watched.sessions[0]?.sessionId ?? "");
-  await sleep(500);
-  await load.stop();
-  expect(load.acknowledged.length).toBeGreaterThan(0);
-  await expectNothingMissed(clients, watched, load.acknowledged);
-  expect([service.child.pid, service.child.exitCode, service.child.signalCode]).toEqual([
-    pid,
-    null,
-    null,
-  ]);
+  await expectSameProcessMissedNothing(service, pid, load, clients, watched);
   console.info(`served again ${servedMs} ms after the restart`);
   expect(servedMs).toBeLessThan(2_000);
 }, 120_000);

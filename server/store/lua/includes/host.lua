@@ -1,16 +1,9 @@
 -- The embedded host's writes (host/embedded-host.ts), for createChat-2.lua and
 -- postMessage-3.lua.
 
--- Sets the expiry of the host's records of a chat after a write: `retention` ms
--- (RETENTION_DAYS) from now; '0', '' or none: none is set.
-local function renewHost(retention, ...)
-  local ms = tonumber(retention or '0') or 0
-  if ms > 0 then
-    for _, key in ipairs({ ... }) do
-      redis.call('PEXPIRE', key, ms)
-    end
-  end
-end
+-- The host's records of a chat expire as the chat's own keys do (renewChat: `retention`
+-- ms, RETENTION_DAYS, from now after each write; '0', '' or none: none is set).
+--- @include "retention"
 
 -- Creates a chat once: its record and its session, unless the chat exists. 1: created
 -- now; 0: it existed, nothing was written.
@@ -20,7 +13,7 @@ local function createChat(chatKey, sessionKey, chat, session, retention)
   end
   redis.call('SET', chatKey, chat)
   redis.call('SET', sessionKey, session)
-  renewHost(retention, chatKey, sessionKey)
+  renewChat(retention, chatKey, sessionKey)
   return 1
 end
 
@@ -34,6 +27,6 @@ local function postMessage(sessionKey, idsKey, messagesKey, messageId, message, 
     return 1
   end
   redis.call('RPUSH', messagesKey, message)
-  renewHost(retention, sessionKey, idsKey, messagesKey)
+  renewChat(retention, sessionKey, idsKey, messagesKey)
   return 0
 end
