@@ -50,7 +50,7 @@ export type AiSdkContextOf = (
 ) => ToolCallContextInit | PromiseLike<ToolCallContextInit>;
 
 /** One of the SDK's tools as an AI SDK tool: the model's arguments in, the JSON-safe output out. */
-export type SuggestionAiTool = Tool<unknown, SuggestionToolOutput>;
+export type SuggestionAiTool = Tool<Record<string, unknown>, SuggestionToolOutput>;
 
 function aiTool(
   spec: FrameworkTool,
@@ -58,9 +58,9 @@ function aiTool(
   contextOf: AiSdkContextOf,
 ): SuggestionAiTool {
   const { definition } = spec;
-  return tool<unknown, SuggestionToolOutput>({
+  return tool<Record<string, unknown>, SuggestionToolOutput>({
     description: definition.description,
-    inputSchema: jsonSchema<unknown>({
+    inputSchema: jsonSchema<Record<string, unknown>>({
       ...definition.inputSchema,
       required: [...definition.inputSchema.required],
     }),

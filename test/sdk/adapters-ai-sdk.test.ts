@@ -2,7 +2,12 @@ import type { LanguageModelV3GenerateResult } from "@ai-sdk/provider";
 import { generateText, stepCountIs } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { describe, expect, test } from "vitest";
-import { type AiSdkContextOf, suggestionAiTools, suggestTaskAiTool } from "../../sdk/src/ai-sdk.js";
+import {
+  type AiSdkContextOf,
+  type SuggestionToolOutput,
+  suggestionAiTools,
+  suggestTaskAiTool,
+} from "../../sdk/src/ai-sdk.js";
 import { AgentRole, suggestTaskTool, withdrawSuggestionTool } from "../../sdk/src/node.js";
 import { expectOneOfferPerTurn, TWO_OFFERS, useAdapterService } from "../support/adapters.js";
 import { successText } from "../support/suggest.js";
@@ -135,7 +140,9 @@ describe("the AI SDK adapter", () => {
       stopWhen: stepCountIs(5),
       experimental_context: { sessionId, turnId: "turn-1" } satisfies Chat,
     });
-    const contents = result.steps.flatMap((s) => s.toolResults.map((r) => r.output.content));
+    const contents = result.steps.flatMap((s) =>
+      s.toolResults.map((r) => (r.output as SuggestionToolOutput).content),
+    );
     expect(contents).toEqual([successText(first.title), successText(first.title)]);
     expect(await service.recorded(sessionId)).toHaveLength(1);
   });
