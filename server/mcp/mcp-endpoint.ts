@@ -5,7 +5,7 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import { type Credentials, mayCall, presentedToken } from "../pipeline/auth.js";
 import { SESSION_HEADER } from "./mcp-context.js";
 import { type McpRequestScope, type McpServerParts, mcpServer } from "./mcp-server.js";
-import { MCP_ROUTE } from "./mcp-tools.js";
+import { MCP_ROUTE, routeOf } from "./mcp-tools.js";
 
 /** A request and its response, on either HTTP version, as connect-node's fallback gets them. */
 type Fallback = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
@@ -113,10 +113,7 @@ async function serve(
         : "a token of the agent role is required";
     return refuse(status, -32001, message, grpc, { "www-authenticate": challenge });
   }
-  const method = (parsed as { method?: unknown }).method;
-  if ("id" in parsed && typeof method === "string" && !METHODS.has(method)) {
-    options.refused(MCP_ROUTE, new ConnectError(`Method not found: ${method}`, Code.Unimplemented));
-  }
+  recordSdkRefusal(options, parsed);
   const scope: McpRequestScope = {
     authorization,
     sessionHeader: header(req, SESSION_HEADER),
@@ -142,6 +139,27 @@ async function serve(
   } finally {
     void server.close().catch(() => {});
   }
+}
+
+/**
+ * Logs and counts a request the SDK refuses before a tool runs: a method the endpoint
+ * does not answer (-32601), a `tools/call` whose params are malformed (-32602).
+ */
+function recordSdkRefusal(options: McpEndpointOptions, message: Record<string, unknown>): void {
+  const { method, params } = message as { method?: unknown; params?: Record<string, unknown> };
+  if (!("id" in message) || typeof method !== "string") return;
+  if (!METHODS.has(method)) {
+    options.refused(MCP_ROUTE, new ConnectError(`Method not found: ${method}`, Code.Unimplemented));
+    return;
+  }
+  if (method !== "tools/call") return;
+  const name = params?.name;
+  const args = params?.arguments;
+  const argsOk =
+    args === undefined || (typeof args === "object" && args !== null && !Array.isArray(args));
+  if (typeof name === "string" && argsOk) return;
+  const route = routeOf(typeof name === "string" ? name : "");
+  options.refused(route, new ConnectError("Invalid tools/call request", Code.InvalidArgument));
 }
 
 /** Why the request's credential may not use the tools; undefined when it may (or none is configured). */
