@@ -78,8 +78,13 @@ type ServeStdio = typeof import("@modelcontextprotocol/server/stdio").serveStdio
 async function main(): Promise<void> {
   const settings = settingsFrom(process.env);
   const mcp = await loadMcp();
-  mcp.serveStdio(() => createMcpRelay(mcp, settings), {
+  const served = mcp.serveStdio(() => createMcpRelay(mcp, settings), {
     onerror: (err) => process.stderr.write(`${NAME}: ${err.message}\n`),
+  });
+  // The host stops the relay by closing its stdin; the service's keep-alive connections
+  // would hold the process for seconds more, so it exits once the relay is closed.
+  process.stdin.once("end", () => {
+    void served.close().finally(() => process.exit(0));
   });
 }
 
