@@ -79,7 +79,7 @@ describe("credentials", () => {
     const url = extractResourceMetadataUrl(res);
     expect(url?.href).toBe(`${t.url}/.well-known/oauth-protected-resource`);
     const metadata = await discoverOAuthProtectedResourceMetadata(`${t.url}/mcp`, {
-      resourceMetadataUrl: url,
+      ...(url === undefined ? {} : { resourceMetadataUrl: url }),
     });
     expect(metadata.authorization_servers).toEqual([ISSUER]);
   });
@@ -127,7 +127,7 @@ describe("tenants", () => {
       const meta = toolMeta(chatB, { turnId: "turn-b" });
       const offered = await asB.callTool({ name: "suggest_task", arguments: ARGS, _meta: meta });
       const id = (offered.structuredContent as { suggestion_id: string }).suggestion_id;
-      const text = async (result: Promise<{ content: unknown; isError?: boolean }>) => {
+      const text = async (result: Promise<Record<string, unknown>>) => {
         const r = await result;
         return { text: (r.content as { text: string }[])[0]?.text, isError: r.isError === true };
       };
