@@ -1,3 +1,4 @@
+import { connect } from "node:http2";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { putSession, uniqueId } from "../support/harness.js";
 import {
@@ -174,5 +175,44 @@ describe("bad arguments, as the negotiated version says", () => {
       mcpPost(t.url, toolsCall("suggest_task", "title=x", toolMeta(sessionId))),
     );
     expect(answer.body).toMatchObject({ jsonrpc: "2.0", id: 1, error: { code: -32602 } });
+  });
+});
+
+describe("every listener", () => {
+  test("HTTP/2 without TLS (h2c) reaches /mcp as HTTP/1.1 does, past the gRPC fast path", async () => {
+    const session = connect(t.url);
+    try {
+      const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const stream = session.request({
+          ":method": "POST",
+          ":path": "/mcp",
+          accept: "application/json, text/event-stream",
+          "content-type": "application/json",
+          "mcp-protocol-version": "2025-06-18",
+        });
+        let status = 0;
+        let body = "";
+        stream.on("response", (headers) => {
+          status = Number(headers[":status"]);
+        });
+        stream.setEncoding("utf8");
+        stream.on("data", (chunk: string) => {
+          body += chunk;
+        });
+        stream.on("end", () => resolve({ status, body }));
+        stream.on("error", reject);
+        stream.end(JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/list" }));
+      });
+      expect(answer.status).toBe(200);
+      const tools = (JSON.parse(answer.body) as { result: { tools: { name: string }[] } }).result
+        .tools;
+      expect(tools.map((tool) => tool.name)).toEqual([
+        "suggest_task",
+        "withdraw_suggestion",
+        "list_suggestions",
+      ]);
+    } finally {
+      session.close();
+    }
   });
 });
