@@ -178,41 +178,61 @@ describe("bad arguments, as the negotiated version says", () => {
   });
 });
 
+/** POSTs `body` to /mcp over h2c; answers the status and the body's text. */
+async function h2Post(url: string, body: string): Promise<{ status: number; body: string }> {
+  const session = connect(url);
+  try {
+    return await new Promise((resolve, reject) => {
+      const stream = session.request({
+        ":method": "POST",
+        ":path": "/mcp",
+        accept: "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-protocol-version": "2025-06-18",
+      });
+      let status = 0;
+      let text = "";
+      stream.on("response", (headers) => {
+        status = Number(headers[":status"]);
+      });
+      stream.setEncoding("utf8");
+      stream.on("data", (chunk: string) => {
+        text += chunk;
+      });
+      stream.on("end", () => resolve({ status, body: text }));
+      stream.on("error", reject);
+      stream.end(body);
+    });
+  } finally {
+    session.close();
+  }
+}
+
 describe("every listener", () => {
   test("HTTP/2 without TLS (h2c) reaches /mcp as HTTP/1.1 does, past the gRPC fast path", async () => {
-    const session = connect(t.url);
-    try {
-      const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const stream = session.request({
-          ":method": "POST",
-          ":path": "/mcp",
-          accept: "application/json, text/event-stream",
-          "content-type": "application/json",
-          "mcp-protocol-version": "2025-06-18",
-        });
-        let status = 0;
-        let body = "";
-        stream.on("response", (headers) => {
-          status = Number(headers[":status"]);
-        });
-        stream.setEncoding("utf8");
-        stream.on("data", (chunk: string) => {
-          body += chunk;
-        });
-        stream.on("end", () => resolve({ status, body }));
-        stream.on("error", reject);
-        stream.end(JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/list" }));
-      });
-      expect(answer.status).toBe(200);
-      const tools = (JSON.parse(answer.body) as { result: { tools: { name: string }[] } }).result
-        .tools;
-      expect(tools.map((tool) => tool.name)).toEqual([
-        "suggest_task",
-        "withdraw_suggestion",
-        "list_suggestions",
-      ]);
-    } finally {
-      session.close();
-    }
+    const answer = await h2Post(
+      t.url,
+      JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/list" }),
+    );
+    expect(answer.status).toBe(200);
+    const tools = (JSON.parse(answer.body) as { result: { tools: { name: string }[] } }).result
+      .tools;
+    expect(tools.map((tool) => tool.name)).toEqual([
+      "suggest_task",
+      "withdraw_suggestion",
+      "list_suggestions",
+    ]);
+  });
+
+  test("over h2c a body over MAX_REQUEST_BYTES is 413 too", async () => {
+    const big = JSON.stringify(
+      toolsCall("suggest_task", { ...ARGS, brief: "x".repeat(300 * 1024) }),
+    );
+    const answer = await oneCall("/mcp", "resource_exhausted", async () => {
+      const { status, body } = await h2Post(t.url, big);
+      return { status, headers: new Headers(), body: JSON.parse(body), text: body };
+    });
+    expect(answer.status).toBe(413);
+    expect(errorOf(answer)).toMatchObject({ code: -32000 });
   });
 });
