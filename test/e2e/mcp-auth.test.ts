@@ -56,15 +56,18 @@ describe("credentials", () => {
       });
     }
     expect(await callsCounted(t.server, "/mcp", "unauthenticated")).toBe(before + 2);
-    const res = await fetch(`${t.url}/.well-known/oauth-protected-resource`);
-    expect(res.status).toBe(200);
-    expect(res.headers.get("content-type")).toBe("application/json");
-    expect(await res.json()).toEqual({
-      resource: `${t.url}/mcp`,
-      authorization_servers: [ISSUER],
-      bearer_methods_supported: ["header"],
-      scopes_supported: ["agent"],
-    });
+    // RFC 9728 section 3.1: also at the path of the resource after the well-known prefix.
+    for (const path of ["", "/mcp"]) {
+      const res = await fetch(`${t.url}/.well-known/oauth-protected-resource${path}`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toBe("application/json");
+      expect(await res.json()).toEqual({
+        resource: `${t.url}/mcp`,
+        authorization_servers: [ISSUER],
+        bearer_methods_supported: ["header"],
+        scopes_supported: ["agent"],
+      });
+    }
   });
 
   test("the official client finds the metadata from the 401, as its OAuth flow does", async () => {

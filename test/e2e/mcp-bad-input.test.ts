@@ -106,6 +106,11 @@ describe("JSON-RPC errors before any tool runs", () => {
     });
   });
 
+  test("without JWTs there is no protected resource metadata", async () => {
+    const res = await fetch(`${t.url}/.well-known/oauth-protected-resource`);
+    expect(res.status).toBe(404);
+  });
+
   test("GET and DELETE /mcp are 405 with Allow: POST (no session is held)", async () => {
     for (const method of ["GET", "DELETE"]) {
       const res = await fetch(`${t.url}/mcp`, { method, headers: { accept: "text/event-stream" } });
