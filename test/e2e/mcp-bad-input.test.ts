@@ -175,6 +175,23 @@ describe("bad arguments, as the negotiated version says", () => {
     expect(await offeredRecords(t.redis, chat)).toEqual([]);
   });
 
+  test("a chat id that is no id (a host's own id with a space) is -32602, never a Redis key", async () => {
+    const meta = { "vscode.conversationId": "my chat {1}", "oda.suggest/turn_id": "t" };
+    const answer = await oneCall("/mcp/suggest_task", "invalid_argument", () =>
+      mcpPost(t.url, toolsCall("suggest_task", ARGS, meta)),
+    );
+    expect(answer.body).toEqual({
+      jsonrpc: "2.0",
+      id: 1,
+      error: {
+        code: -32602,
+        message:
+          "context.session_id must be 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'",
+      },
+    });
+    expect(await keysOf(t.redis, "my chat ")).toEqual([]);
+  });
+
   test("arguments that are not an object are -32602", async () => {
     const answer = await oneCall("/mcp/suggest_task", "invalid_argument", () =>
       mcpPost(t.url, toolsCall("suggest_task", "title=x", toolMeta(sessionId))),
