@@ -18,7 +18,7 @@ const REASON_WORDS: Readonly<Partial<Record<DismissReason, string>>> = {
  * contract's words (docs/sdk.md, `settlementNotes`): started as a new chat, saved as a
  * draft, dismissed by the person (with the reason's words and their note when given), or
  * withdrawn by the agent itself. An open offer (a restored one too) has no line. The
- * SDK gives the same lines from the settlements (test/mcp/mcp-settlement-notes.test.ts
+ * SDK gives the same lines from the settlements (test/mcp/sdk-parity.test.ts
  * holds the two equal); MCP's `list_suggestions` reads them from here.
  */
 export function settlementNote(suggestion: Suggestion): string | undefined {

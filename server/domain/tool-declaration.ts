@@ -95,7 +95,7 @@ export type McpToolEntry = {
 /**
  * `spec` as an MCP `tools/list` entry: one required string property per declared field,
  * its description and limit, no other property allowed. The same shape, key for key, as
- * the SDK's `mcpTool()` builds from the same proto options (test/mcp/mcp-tool-entry.test.ts
+ * the SDK's `mcpTool()` builds from the same proto options (test/mcp/sdk-parity.test.ts
  * compares the two).
  */
 export function mcpToolEntry(spec: ToolSpec): McpToolEntry {

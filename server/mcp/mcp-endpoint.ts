@@ -89,7 +89,9 @@ async function serve(
   const body = await readBody(req, options.readMaxBytes);
   if (body === undefined) {
     const message = `the request body is over ${options.readMaxBytes} bytes (MAX_REQUEST_BYTES)`;
-    return refuse(413, -32000, message, Code.ResourceExhausted, { connection: "close" });
+    // HTTP/1.1: the rest of the body is not read, so the connection cannot carry another request.
+    const close = req.httpVersionMajor === 1 ? { connection: "close" } : {};
+    return refuse(413, -32000, message, Code.ResourceExhausted, close);
   }
   let parsed: unknown;
   try {

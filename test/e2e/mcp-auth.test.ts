@@ -56,15 +56,18 @@ describe("credentials", () => {
       });
     }
     expect(await callsCounted(t.server, "/mcp", "unauthenticated")).toBe(before + 2);
-    const res = await fetch(`${t.url}/.well-known/oauth-protected-resource`);
-    expect(res.status).toBe(200);
-    expect(res.headers.get("content-type")).toBe("application/json");
-    expect(await res.json()).toEqual({
-      resource: `${t.url}/mcp`,
-      authorization_servers: [ISSUER],
-      bearer_methods_supported: ["header"],
-      scopes_supported: ["agent"],
-    });
+    // RFC 9728 section 3.1: also at the path of the resource after the well-known prefix.
+    for (const path of ["", "/mcp"]) {
+      const res = await fetch(`${t.url}/.well-known/oauth-protected-resource${path}`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toBe("application/json");
+      expect(await res.json()).toEqual({
+        resource: `${t.url}/mcp`,
+        authorization_servers: [ISSUER],
+        bearer_methods_supported: ["header"],
+        scopes_supported: ["agent"],
+      });
+    }
   });
 
   test("the official client finds the metadata from the 401, as its OAuth flow does", async () => {
@@ -79,7 +82,7 @@ describe("credentials", () => {
     const url = extractResourceMetadataUrl(res);
     expect(url?.href).toBe(`${t.url}/.well-known/oauth-protected-resource`);
     const metadata = await discoverOAuthProtectedResourceMetadata(`${t.url}/mcp`, {
-      resourceMetadataUrl: url,
+      ...(url === undefined ? {} : { resourceMetadataUrl: url }),
     });
     expect(metadata.authorization_servers).toEqual([ISSUER]);
   });
@@ -127,7 +130,7 @@ describe("tenants", () => {
       const meta = toolMeta(chatB, { turnId: "turn-b" });
       const offered = await asB.callTool({ name: "suggest_task", arguments: ARGS, _meta: meta });
       const id = (offered.structuredContent as { suggestion_id: string }).suggestion_id;
-      const text = async (result: Promise<{ content: unknown; isError?: boolean }>) => {
+      const text = async (result: Promise<Record<string, unknown>>) => {
         const r = await result;
         return { text: (r.content as { text: string }[])[0]?.text, isError: r.isError === true };
       };

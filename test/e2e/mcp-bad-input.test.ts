@@ -1,3 +1,4 @@
+import { connect } from "node:http2";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { putSession, uniqueId } from "../support/harness.js";
 import {
@@ -105,6 +106,11 @@ describe("JSON-RPC errors before any tool runs", () => {
     });
   });
 
+  test("without JWTs there is no protected resource metadata", async () => {
+    const res = await fetch(`${t.url}/.well-known/oauth-protected-resource`);
+    expect(res.status).toBe(404);
+  });
+
   test("GET and DELETE /mcp are 405 with Allow: POST (no session is held)", async () => {
     for (const method of ["GET", "DELETE"]) {
       const res = await fetch(`${t.url}/mcp`, { method, headers: { accept: "text/event-stream" } });
@@ -169,10 +175,86 @@ describe("bad arguments, as the negotiated version says", () => {
     expect(await offeredRecords(t.redis, chat)).toEqual([]);
   });
 
+  test("a chat id that is no id (a host's own id with a space) is -32602, never a Redis key", async () => {
+    const meta = { "vscode.conversationId": "my chat {1}", "oda.suggest/turn_id": "t" };
+    const answer = await oneCall("/mcp/suggest_task", "invalid_argument", () =>
+      mcpPost(t.url, toolsCall("suggest_task", ARGS, meta)),
+    );
+    expect(answer.body).toEqual({
+      jsonrpc: "2.0",
+      id: 1,
+      error: {
+        code: -32602,
+        message:
+          "context.session_id must be 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'",
+      },
+    });
+    expect(await keysOf(t.redis, "my chat ")).toEqual([]);
+  });
+
   test("arguments that are not an object are -32602", async () => {
     const answer = await oneCall("/mcp/suggest_task", "invalid_argument", () =>
       mcpPost(t.url, toolsCall("suggest_task", "title=x", toolMeta(sessionId))),
     );
     expect(answer.body).toMatchObject({ jsonrpc: "2.0", id: 1, error: { code: -32602 } });
+  });
+});
+
+/** POSTs `body` to /mcp over h2c; answers the status and the body's text. */
+async function h2Post(url: string, body: string): Promise<{ status: number; body: string }> {
+  const session = connect(url);
+  try {
+    return await new Promise((resolve, reject) => {
+      const stream = session.request({
+        ":method": "POST",
+        ":path": "/mcp",
+        accept: "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-protocol-version": "2025-06-18",
+      });
+      let status = 0;
+      let text = "";
+      stream.on("response", (headers) => {
+        status = Number(headers[":status"]);
+      });
+      stream.setEncoding("utf8");
+      stream.on("data", (chunk: string) => {
+        text += chunk;
+      });
+      stream.on("end", () => resolve({ status, body: text }));
+      stream.on("error", reject);
+      stream.end(body);
+    });
+  } finally {
+    session.close();
+  }
+}
+
+describe("every listener", () => {
+  test("HTTP/2 without TLS (h2c) reaches /mcp as HTTP/1.1 does, past the gRPC fast path", async () => {
+    const answer = await h2Post(
+      t.url,
+      JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/list" }),
+    );
+    expect(answer.status).toBe(200);
+    const tools = (JSON.parse(answer.body) as { result: { tools: { name: string }[] } }).result
+      .tools;
+    expect(tools.map((tool) => tool.name)).toEqual([
+      "suggest_task",
+      "withdraw_suggestion",
+      "list_suggestions",
+    ]);
+  });
+
+  test("over h2c a body over MAX_REQUEST_BYTES is 413 too", async () => {
+    const big = JSON.stringify(
+      toolsCall("suggest_task", { ...ARGS, brief: "x".repeat(300 * 1024) }),
+    );
+    const answer = await oneCall("/mcp", "resource_exhausted", async () => {
+      const { status, body } = await h2Post(t.url, big);
+      return { status, headers: new Headers(), body: JSON.parse(body), text: body };
+    });
+    expect(answer.status).toBe(413);
+    expect(errorOf(answer)).toMatchObject({ code: -32000 });
   });
 });
