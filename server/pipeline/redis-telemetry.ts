@@ -1,7 +1,7 @@
 import type { Redis } from "ioredis";
 import { AnswerWatch } from "../redis/answer-watch.js";
 import { logRedisOutages } from "../redis/outage-log.js";
-import { type RedisClient, subscriberConnection } from "../redis/redis-client.js";
+import { type RedisAccess, type RedisClient, subscriberConnection } from "../redis/redis-client.js";
 import { redact } from "../redis/redis-url.js";
 import { watchEvictionPolicy } from "../redis/store-checks.js";
 import { type StoreRefusal, storeCondition } from "../redis/store-condition.js";
@@ -101,10 +101,11 @@ export interface RedisParts {
  */
 export function redisParts(
   url: string,
+  access: RedisAccess,
   confirmation: WriteConfirmation,
   telemetry: Telemetry,
 ): RedisParts {
-  const redis = createRedisClient(url, confirmation);
+  const redis = createRedisClient(url, confirmation, access);
   redis.on("error", () => {
     telemetry.redisErrors.inc();
   });
