@@ -19,12 +19,17 @@ export const SENTINEL_COMMAND_TIMEOUT_MS = 1_000;
  * get-master-addr-by-name`), connects there, and checks in its ready check that the node
  * is a primary (a replica is left, and the sentinels asked again). After a failover the
  * old primary's connections fail (it is gone, or the sentinels make it a replica and
- * close its clients), or, where it is cut off and silent, each client's failover
- * detector hears `+switch-master` from a sentinel and closes them: either way the next
- * connection is made to the promoted replica, at most `RECONNECT_MOST_MS` apart
- * (redis-client.ts). Sentinels that answer nothing are tried again after at most a
- * second. `tls`, for `rediss+sentinel://`, goes to the sentinels and the data nodes
- * alike.
+ * close its clients), or, where it is cut off and silent, the answer watch closes them
+ * (redis/answer-watch.ts): either way the next connection is made to the promoted
+ * replica, at most `RECONNECT_MOST_MS` apart (redis-client.ts). Sentinels that answer
+ * nothing are tried again after at most a second. `tls`, for `rediss+sentinel://`, goes
+ * to the sentinels and the data nodes alike.
+ *
+ * No failover detector (ioredis's `failoverDetector`, which closes the connection at a
+ * sentinel's `+switch-master`): when the message comes while the client is asking the
+ * sentinels for the primary, ioredis 5 ends the client for good instead of connecting it
+ * again, and every call would then fail UNAVAILABLE until a restart (the answer watch
+ * guards its own recycling against that, redis/answer-watch.ts).
  */
 export function sentinelOptions(
   target: Extract<RedisTarget, { kind: "sentinel" }>,
@@ -45,9 +50,6 @@ export function sentinelOptions(
     ...(tls === undefined ? {} : { tls, sentinelTLS: tls, enableTLSForSentinelMode: true }),
     sentinelCommandTimeout: SENTINEL_COMMAND_TIMEOUT_MS,
     sentinelRetryStrategy: (times: number) => Math.min(times * 50, 1_000),
-    failoverDetector: true,
-    // A sentinel the failover detector lost is subscribed to again this soon.
-    sentinelReconnectStrategy: () => 1_000,
   };
 }
 

@@ -242,7 +242,7 @@ test("a sentinel URL makes a Redis client of the sentinels' primary, the options
       tls: {},
       sentinelTLS: {},
       enableTLSForSentinelMode: true,
-      failoverDetector: true,
+      failoverDetector: false,
       maxRetriesPerRequest: 1,
     });
   } finally {
