@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { createClient } from "@connectrpc/connect";
 import { expect, onTestFailed, onTestFinished, test } from "vitest";
 import {
@@ -61,11 +60,14 @@ test("an evicting replica promoted is refused loudly, and the next failover to a
   await eventually(async () => (await readyz(service.url))[0] === 503, 5_000);
   expect(await readyz(service.url)).toEqual([503, `not ready: ${problem}\n`]);
   expect((await health.check({ service: "" })).status).toBe(Serving.NOT_SERVING);
-  const errorLine = service
-    .output()
-    .split("\n")
-    .find((line) => line.includes('"level":50') && line.includes("maxmemory-policy allkeys-lru"));
-  expect(JSON.parse(errorLine ?? "{}")).toMatchObject({ problem: "eviction", msg: problem });
+  // The log is written out every second.
+  const errorLine = () =>
+    service
+      .output()
+      .split("\n")
+      .find((line) => line.includes('"level":50') && line.includes("maxmemory-policy allkeys-lru"));
+  await eventually(async () => errorLine() !== undefined, 3_000);
+  expect(JSON.parse(errorLine() ?? "{}")).toMatchObject({ problem: "eviction", msg: problem });
 
   // Once the sentinels can fail over again (their failover-timeout apart), to the sound one.
   await set.settled(1);
@@ -84,7 +86,9 @@ test("an evicting replica promoted is refused loudly, and the next failover to a
         ),
     5_000,
   );
-  await sleep(100);
-  expect(service.output()).toMatch(/"problem":"eviction","msg":"resolved"/);
+  await eventually(
+    async () => /"problem":"eviction","msg":"resolved"/.test(service.output()),
+    3_000,
+  );
   expect([service.child.pid, service.child.exitCode]).toEqual([pid, null]);
 }, 120_000);
