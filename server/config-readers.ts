@@ -58,6 +58,29 @@ export function redisUrl(env: Env, name: string): string | undefined {
 }
 
 /**
+ * REDIS_SENTINEL_USERNAME and REDIS_SENTINEL_PASSWORD, the sentinels' own credentials
+ * (the URL's are the data nodes'); refused beside a REDIS_URL that names no sentinels,
+ * where they would silently do nothing.
+ */
+export function sentinelCredentials(env: Env): {
+  redisSentinelUsername: string | undefined;
+  redisSentinelPassword: string | undefined;
+} {
+  const username = env.REDIS_SENTINEL_USERNAME || undefined;
+  const password = env.REDIS_SENTINEL_PASSWORD || undefined;
+  const set = password === undefined ? "REDIS_SENTINEL_USERNAME" : "REDIS_SENTINEL_PASSWORD";
+  if (
+    (username !== undefined || password !== undefined) &&
+    !/^rediss?\+sentinel:/.test(env.REDIS_URL ?? "")
+  ) {
+    throw new ConfigError(
+      `${set} is set, but REDIS_URL names no sentinels (redis+sentinel://host:port/<master-name>)`,
+    );
+  }
+  return { redisSentinelUsername: username, redisSentinelPassword: password };
+}
+
+/**
  * `role:token` entries separated by commas, e.g. `agent:s3cret,app:0th3r`, each
  * optionally followed by space-separated workspace grants as a JWT's scope spells them
  * (`app:0th3r workspace:acme workspace:globex`); an entry without grants opens every

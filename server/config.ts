@@ -6,6 +6,7 @@ import {
   jwtSettings,
   origins,
   redisUrl,
+  sentinelCredentials,
   tlsFiles,
   tokens,
   url,
@@ -23,10 +24,15 @@ export interface ServiceConfig {
   /** Port to listen on; 0 picks a free one. */
   readonly port: number;
   /**
-   * Redis to use: one server (`redis://`, `rediss://`) or a Redis Cluster
-   * (`redis+cluster://host:port,host:port`); unset: `npm start` runs a private `redis-server`.
+   * Redis to use: one server (`redis://`, `rediss://`), a Redis Cluster
+   * (`redis+cluster://host:port,host:port`) or the primary Redis Sentinel names
+   * (`redis+sentinel://host:port,host:port/<master-name>`); unset: `npm start` runs a
+   * private `redis-server`.
    */
   readonly redisUrl: string | undefined;
+  /** The sentinels' own user and password (the URL's are the data nodes'). */
+  readonly redisSentinelUsername: string | undefined;
+  readonly redisSentinelPassword: string | undefined;
   /** A remote `ChatHostService`; unset: the embedded host is used and served. */
   readonly chatHostUrl: string | undefined;
   /** The bearer token sent to the remote chat host, if it asks for one. */
@@ -124,6 +130,8 @@ export const defaultConfig: Readonly<ServiceConfig> = Object.freeze({
   host: "127.0.0.1",
   port: 8080,
   redisUrl: undefined,
+  redisSentinelUsername: undefined,
+  redisSentinelPassword: undefined,
   chatHostUrl: undefined,
   chatHostToken: undefined,
   dataDir: ".data",
@@ -199,6 +207,7 @@ export function configFromEnv(env: Env, openFileLimit?: number): ServiceConfig {
     grpcFastPath: flag(env, "GRPC_FAST_PATH", defaultConfig.grpcFastPath),
     port: integer(env, "PORT", defaultConfig.port, 0, 65535),
     redisUrl: redisUrl(env, "REDIS_URL"),
+    ...sentinelCredentials(env),
     // Unset: the embedded host, whose session record Start reads in its first script
     // (docs/performance.md "Where each RPC's time goes"); set: the product's own host.
     chatHostUrl: url(env, "CHAT_HOST_URL", ["http:", "https:"]),

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import { defaultConfig, type ServiceConfig } from "./config.js";
+import type { RedisAccess } from "./redis/redis-client.js";
 import type { WriteConfirmation } from "./redis/write-confirm.js";
 import type { ClientLimits } from "./transport/connection-guard.js";
 
@@ -27,6 +28,8 @@ export type ServerSettings = Pick<
       | "shutdownDelayMs"
       | "redisWaitReplicas"
       | "redisWaitTimeoutMs"
+      | "redisSentinelUsername"
+      | "redisSentinelPassword"
     >
   > & {
     /** Where the call log goes; by default pino to stdout at `logLevel`. */
@@ -63,5 +66,15 @@ export function writeConfirmationOf(settings: ServerSettings): WriteConfirmation
   return {
     replicas: settings.redisWaitReplicas ?? defaultConfig.redisWaitReplicas,
     timeoutMs: settings.redisWaitTimeoutMs ?? defaultConfig.redisWaitTimeoutMs,
+  };
+}
+
+/** What the Redis connections need beyond the URL: the sentinels' own credentials. */
+export function redisAccessOf(
+  settings: Pick<ServerSettings, "redisSentinelUsername" | "redisSentinelPassword">,
+): RedisAccess {
+  return {
+    sentinelUsername: settings.redisSentinelUsername,
+    sentinelPassword: settings.redisSentinelPassword,
   };
 }

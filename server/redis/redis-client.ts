@@ -1,6 +1,8 @@
 import type { Socket } from "node:net";
+import type { ConnectionOptions } from "node:tls";
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
-import { parseRedisUrl } from "./redis-url.js";
+import { type SentinelCredentials, sentinelOptions } from "./redis-sentinel.js";
+import { parseRedisUrl, type RedisTarget } from "./redis-url.js";
 import { confirmsPerTurn, sendOwedWait } from "./turn-waits.js";
 
 /** The service's Redis: one server, or a Redis Cluster; both run the same scripts. */
@@ -27,6 +29,23 @@ export const defaultRedisOptions: Readonly<RedisOptions> = Object.freeze({
   // close too (a host that vanished answers nothing, not even that) is dropped after this.
   disconnectTimeout: 100,
 });
+
+/**
+ * What a connection needs beyond `REDIS_URL`: the sentinels' own credentials, and the
+ * TLS options of the `rediss` forms (none given: the system's CAs, the node's name).
+ */
+export interface RedisAccess extends SentinelCredentials {
+  readonly tls?: ConnectionOptions;
+}
+
+/**
+ * The TLS options of every connection `target` makes (cluster nodes, sentinels and the
+ * primary they name), or undefined without TLS: the one place they are chosen.
+ */
+function tlsOf(target: RedisTarget, access: RedisAccess): ConnectionOptions | undefined {
+  if (target.kind === "single" || !target.tls) return undefined;
+  return { ...access.tls };
+}
 
 /** The longest wait between two attempts to connect again to a standalone Redis. */
 export const RECONNECT_MOST_MS = 200;
@@ -56,19 +75,27 @@ export const defaultClusterOptions: Readonly<ClusterOptions> = Object.freeze({
 
 /**
  * A client of the Redis that `url` names: `redis://`, `rediss://` and `unix://` make a `Redis`,
- * `redis+cluster://` and `rediss+cluster://` (see `parseRedisUrl`) a `Cluster`. The
- * store defines its scripts on it (store/scripts.ts `createRedisClient`).
+ * `redis+sentinel://` and `rediss+sentinel://` a `Redis` of the primary the sentinels
+ * name (redis/redis-sentinel.ts), `redis+cluster://` and `rediss+cluster://` (see
+ * `parseRedisUrl`) a `Cluster`. The store defines its scripts on it (store/scripts.ts
+ * `createRedisClient`).
  */
-export function connectRedis(url: string): RedisClient {
+export function connectRedis(url: string, access: RedisAccess = {}): RedisClient {
   const target = parseRedisUrl(url);
-  if (target.kind === "single") {
+  if (target.kind !== "cluster") {
     const client =
-      target.socket === undefined
-        ? new Redis(url, { ...defaultRedisOptions })
-        : new Redis({ ...defaultRedisOptions, path: target.socket });
+      target.kind === "sentinel"
+        ? new Redis({
+            ...defaultRedisOptions,
+            ...sentinelOptions(target, access, tlsOf(target, access)),
+          })
+        : target.socket === undefined
+          ? new Redis(url, { ...defaultRedisOptions })
+          : new Redis({ ...defaultRedisOptions, path: target.socket });
     batchWritesPerTurn(client);
     return client;
   }
+  const tls = tlsOf(target, access);
   const client = new Cluster(
     target.seeds.map((s) => ({ ...s })),
     {
@@ -77,7 +104,7 @@ export function connectRedis(url: string): RedisClient {
         ...defaultClusterOptions.redisOptions,
         ...(target.username === undefined ? {} : { username: target.username }),
         ...(target.password === undefined ? {} : { password: target.password }),
-        ...(target.tls ? { tls: {} } : {}),
+        ...(tls === undefined ? {} : { tls }),
       },
     },
   );
