@@ -10,7 +10,7 @@ import { mcpTool } from "../../sdk/src/tool.js";
 import { withdrawSuggestionTool } from "../../sdk/src/withdraw-tool.js";
 import { putSession, uniqueId } from "../support/harness.js";
 import { logRecords } from "../support/lists.js";
-import { mcpClient, toolMeta } from "../support/mcp.js";
+import { callsCounted, mcpClient, toolMeta } from "../support/mcp.js";
 import { useTestServer } from "../support/server-fixture.js";
 import { NOTE } from "../support/settlements.js";
 import { keysOf, offer, offerOne, REFUSAL_TEXT, successText } from "../support/suggest.js";
@@ -345,6 +345,12 @@ describe("withdraw_suggestion and list_suggestions", () => {
     const first = await call("withdraw_suggestion", { suggestion_id: id }, toolMeta(sessionId));
     expect(first.isError).toBe(false);
     const before = await logRecords(t.redis, sessionId);
+    const counted = () =>
+      Promise.all([
+        callsCounted(t.server, "/mcp/withdraw_suggestion", "not_found"),
+        callsCounted(t.server, "/mcp/list_suggestions", "ok"),
+      ]);
+    const [notFound, listed] = await counted();
     const noOpen = (bad: string) => `withdraw_suggestion: no open suggestion has id "${bad}"`;
     const cases: [string, string][] = [
       [id, noOpen(id)],
@@ -366,6 +372,8 @@ describe("withdraw_suggestion and list_suggestions", () => {
       });
     }
     expect(await logRecords(t.redis, sessionId)).toEqual(before);
+    // Each a call of the tool, counted as the RPC's NOT_FOUND; the lookup is no call of its own.
+    expect(await counted()).toEqual([notFound + 3, listed]);
     // A withdrawn offer whose title a newer open one has: a new call's id of the first
     // does not withdraw the second.
     await offerOne(t.clients, sessionId, "Tidy the docs");
