@@ -29,6 +29,8 @@ export type Refusal =
   | { reason: RefusalReason.FIELD_CONTROL_CHARACTER; field: string; limit: number }
   /** withdraw_suggestion only: no open offer of the chat has the (trimmed) title. */
   | { reason: RefusalReason.NO_OPEN_OFFER; title: string }
+  /** withdraw_suggestion over MCP, which names the offer by its id (docs/agents.md). */
+  | { reason: RefusalReason.NO_OPEN_OFFER; suggestionId: string }
   /**
    * suggest_task's last check: an open offer of the chat, or one the person dismissed,
    * has the new offer's normalized title (`normalizedTitle`); `title` is the new
@@ -182,7 +184,10 @@ export function describeRefusal(r: Refusal, tool: RefusingTool = REFUSAL_DOMAIN)
       };
     case RefusalReason.NO_OPEN_OFFER:
       return {
-        message: `${tool}: no open suggestion is titled "${r.title}"`,
+        message:
+          "suggestionId" in r
+            ? `${tool}: no open suggestion has id "${r.suggestionId}"`
+            : `${tool}: no open suggestion is titled "${r.title}"`,
         code: Code.NotFound,
         limit: 0,
       };

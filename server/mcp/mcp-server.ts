@@ -96,6 +96,10 @@ export function mcpServer(parts: McpServerParts, scope: McpRequestScope): Server
           ? ProtocolErrorCode.InvalidParams
           : ProtocolErrorCode.InternalError;
       throw new ProtocolError(code, error.rawMessage);
+    } finally {
+      // Ends the context's signal, which drops its listener on the shutdown signal (as
+      // connect-node does once a call is answered); else each call would leave one there.
+      handlerContext.abort();
     }
   });
   return server;

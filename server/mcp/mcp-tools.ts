@@ -5,6 +5,7 @@ import {
   type Suggestion,
   SuggestionState,
   SuggestTaskRefusalSchema,
+  ToolCallContextSchema,
 } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import {
   type ListSuggestionsRequest,
@@ -15,7 +16,6 @@ import {
   SuggestTaskRequestSchema,
   type SuggestTaskResponse,
   type WithdrawSuggestionRequest,
-  WithdrawSuggestionRequestSchema,
   type WithdrawSuggestionResponse,
 } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { settlementNote } from "../domain/settlement-notes.js";
@@ -24,11 +24,16 @@ import {
   mcpToolEntry,
   suggestTaskTool,
   type ToolSpec,
-  withdrawSuggestionTool,
 } from "../domain/tool-declaration.js";
 import { type CallRoute, type PipelineOptions, wrapUnary } from "../pipeline/call-pipeline.js";
 import { refusalError } from "../rpc/errors.js";
 import type { McpCallContext } from "./mcp-context.js";
+import {
+  WITHDRAW_BY_ID,
+  type WithdrawByIdRequest,
+  withdrawById,
+  withdrawByIdTool,
+} from "./mcp-withdraw.js";
 
 /** What a tool call answers the model: MCP's `CallToolResult`, text and structured. */
 export interface ToolResult {
@@ -49,7 +54,7 @@ const LIST_SUGGESTIONS: McpToolEntry = {
 /** The tools, as `tools/list` answers them, in this order. */
 export const MCP_TOOLS: readonly McpToolEntry[] = [
   mcpToolEntry(suggestTaskTool),
-  mcpToolEntry(withdrawSuggestionTool),
+  WITHDRAW_BY_ID,
   LIST_SUGGESTIONS,
 ];
 
@@ -89,7 +94,8 @@ type Unary<Q, R> = (request: Q, context: HandlerContext) => Promise<R>;
 /** The RPCs the tools run, each already through the call pipeline. */
 export interface McpToolCalls {
   readonly suggestTask: Unary<SuggestTaskRequest, SuggestTaskResponse>;
-  readonly withdrawSuggestion: Unary<WithdrawSuggestionRequest, WithdrawSuggestionResponse>;
+  /** withdraw_suggestion by id (mcp-withdraw.ts): ListSuggestions, then WithdrawSuggestion. */
+  readonly withdrawSuggestion: Unary<WithdrawByIdRequest, WithdrawSuggestionResponse>;
   readonly listSuggestions: Unary<ListSuggestionsRequest, ListSuggestionsResponse>;
 }
 
@@ -113,7 +119,11 @@ export function mcpToolCalls(
   const list = impl.listSuggestions as Unary<ListSuggestionsRequest, ListSuggestionsResponse>;
   return {
     suggestTask: wrapUnary(ROUTES.suggest_task, suggestTask, pipeline),
-    withdrawSuggestion: wrapUnary(ROUTES.withdraw_suggestion, withdraw, pipeline),
+    withdrawSuggestion: wrapUnary(
+      ROUTES.withdraw_suggestion,
+      (request: WithdrawByIdRequest, context) => withdrawById({ list, withdraw }, request, context),
+      pipeline,
+    ),
     listSuggestions: wrapUnary(
       ROUTES.list_suggestions,
       async (request: ListSuggestionsRequest, context) => {
@@ -151,7 +161,7 @@ export function readArguments(
 /** The declaration of a tool's arguments; list_suggestions takes none. */
 export function specOf(name: ToolName): ToolSpec | undefined {
   if (name === "suggest_task") return suggestTaskTool;
-  if (name === "withdraw_suggestion") return withdrawSuggestionTool;
+  if (name === "withdraw_suggestion") return withdrawByIdTool;
   return undefined;
 }
 
@@ -175,7 +185,11 @@ export async function runTool(
         return recorded(await calls.suggestTask(request, handlerContext));
       }
       case "withdraw_suggestion": {
-        const request = create(WithdrawSuggestionRequestSchema, { context, args: values });
+        const request: WithdrawByIdRequest = {
+          context: create(ToolCallContextSchema, context),
+          suggestionId: values.suggestion_id ?? "",
+          reason: values.reason ?? "",
+        };
         return recorded(await calls.withdrawSuggestion(request, handlerContext));
       }
       case "list_suggestions": {

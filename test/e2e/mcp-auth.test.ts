@@ -140,10 +140,29 @@ describe("tenants", () => {
         text: JSON.stringify({ suggestions: [] }),
         isError: false,
       });
-      const withdraw = { title: ARGS.title, reason: "Not needed" };
-      expect(
-        await text(asA.callTool({ name: "withdraw_suggestion", arguments: withdraw, _meta: meta })),
-      ).toEqual({ text: WITHDRAW_TEXT.noSession, isError: true });
+      // B's offer by its id answers as an unknown id does: in B's chat, which A's token
+      // does not see, as in a chat that does not exist; in A's own chat, as no offer of it.
+      const withdrawIn = (sessionId: string, suggestionId: string) =>
+        text(
+          asA.callTool({
+            name: "withdraw_suggestion",
+            arguments: { suggestion_id: suggestionId, reason: "Not needed" },
+            _meta: toolMeta(sessionId, { turnId: "turn-a" }),
+          }),
+        );
+      const noChat = { text: WITHDRAW_TEXT.noSession, isError: true };
+      expect(await withdrawIn(chatB, id)).toEqual(noChat);
+      expect(await withdrawIn(chatB, "no-such-id")).toEqual(noChat);
+      expect(await withdrawIn(uniqueId("none"), id)).toEqual(noChat);
+      const chatA = await chatIn("ws-a");
+      expect(await withdrawIn(chatA, id)).toEqual({
+        text: `withdraw_suggestion: no open suggestion has id "${id}"`,
+        isError: true,
+      });
+      expect(await withdrawIn(chatA, "no-such-id")).toEqual({
+        text: 'withdraw_suggestion: no open suggestion has id "no-such-id"',
+        isError: true,
+      });
       const other = { ...ARGS, title: "Another one" };
       const aMeta = toolMeta(chatB, { turnId: "turn-a" });
       expect(

@@ -5,12 +5,12 @@ import {
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { FolderKind } from "../../gen/oda/suggest/v1/chat_host_pb.js";
-import { DismissReason, SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
+import { DismissReason, Settler, SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { mcpTool } from "../../sdk/src/tool.js";
 import { withdrawSuggestionTool } from "../../sdk/src/withdraw-tool.js";
 import { putSession, uniqueId } from "../support/harness.js";
 import { logRecords } from "../support/lists.js";
-import { mcpClient, toolMeta } from "../support/mcp.js";
+import { callsCounted, mcpClient, toolMeta } from "../support/mcp.js";
 import { useTestServer } from "../support/server-fixture.js";
 import { NOTE } from "../support/settlements.js";
 import { keysOf, offer, offerOne, REFUSAL_TEXT, successText } from "../support/suggest.js";
@@ -53,7 +53,7 @@ const ARGS = {
 };
 
 describe("tools/list", () => {
-  test("lists suggest_task and withdraw_suggestion exactly as the SDK's mcpTool(), and list_suggestions", async () => {
+  test("lists suggest_task exactly as the SDK's mcpTool(), withdraw_suggestion by id, and list_suggestions", async () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name)).toEqual([
       "suggest_task",
@@ -61,7 +61,28 @@ describe("tools/list", () => {
       "list_suggestions",
     ]);
     expect(tools[0]).toEqual(mcpTool());
-    expect(tools[1]).toEqual(mcpTool(withdrawSuggestionTool));
+    expect(tools[1]).toEqual({
+      name: "withdraw_suggestion",
+      description: withdrawSuggestionTool.description,
+      inputSchema: {
+        type: "object",
+        properties: {
+          suggestion_id: {
+            type: "string",
+            description:
+              "The id of the suggestion to withdraw, as suggest_task or list_suggestions gave it.",
+            maxLength: 128,
+          },
+          reason: {
+            type: "string",
+            description: "Why it is no longer worth starting, at most 240 characters.",
+            maxLength: 240,
+          },
+        },
+        required: ["suggestion_id"],
+        additionalProperties: false,
+      },
+    });
     expect(tools[2]?.inputSchema).toEqual({
       type: "object",
       properties: {},
@@ -275,13 +296,14 @@ describe("the call's context", () => {
 });
 
 describe("withdraw_suggestion and list_suggestions", () => {
-  test("withdraws an open offer by its title; a title with no open offer is the reference's refusal", async () => {
+  test("withdraws an open offer by its id: dismissed by the agent, with the reason given", async () => {
     const sessionId = await chat();
     const id = (await offerOne(t.clients, sessionId, "Tidy the docs")).id;
+    await offerOne(t.clients, sessionId, "Keep this one");
     const meta = toolMeta(sessionId, { turnId: "w-1" });
     const withdrawn = await call(
       "withdraw_suggestion",
-      { title: "Tidy the docs", reason: "Done here" },
+      { suggestion_id: id, reason: "Done here" },
       meta,
     );
     expect(withdrawn).toEqual({
@@ -289,19 +311,125 @@ describe("withdraw_suggestion and list_suggestions", () => {
       isError: false,
       structured: { suggestion_id: id },
     });
-    const again = await call(
-      "withdraw_suggestion",
-      { title: "Tidy the docs", reason: "Done" },
-      meta,
-    );
-    expect(again).toEqual({
-      text: WITHDRAW_TEXT.noOpenOffer("Tidy the docs"),
-      isError: true,
-      structured: undefined,
+    const { suggestion } = await t.clients.suggestions.getSuggestion({
+      sessionId,
+      suggestionId: id,
     });
-    const helper = toolMeta(sessionId, { turnId: "w-2", role: "helper" });
-    expect((await call("withdraw_suggestion", { title: "x", reason: "y" }, helper)).text).toBe(
-      WITHDRAW_TEXT.helper,
+    expect([suggestion?.state, suggestion?.settledBy]).toEqual([
+      SuggestionState.DISMISSED,
+      Settler.AGENT,
+    ]);
+    const { open } = await t.clients.suggestions.listSuggestions({ sessionId });
+    expect(open.map((s) => s.title)).toEqual(["Keep this one"]);
+    const settled = (await logRecords(t.redis, sessionId)).filter((r) => r.type === "settled");
+    expect(settled.map((r) => [r.id, r.by, r.reason])).toEqual([[id, "agent", "Done here"]]);
+  });
+
+  test("without a reason the withdrawal records the default one", async () => {
+    const sessionId = await chat();
+    const id = (await offerOne(t.clients, sessionId, "Tidy the docs")).id;
+    const result = await call("withdraw_suggestion", { suggestion_id: id }, toolMeta(sessionId));
+    expect(result.isError).toBe(false);
+    const id2 = (await offerOne(t.clients, sessionId, "Tidy more")).id;
+    await call("withdraw_suggestion", { suggestion_id: id2, reason: "  " }, toolMeta(sessionId));
+    const settled = (await logRecords(t.redis, sessionId)).filter((r) => r.type === "settled");
+    expect(settled.map((r) => [r.id, r.reason])).toEqual([
+      [id, "Withdrawn by the agent."],
+      [id2, "Withdrawn by the agent."],
+    ]);
+  });
+
+  test("an unknown, malformed, empty or already withdrawn id is refused, and nothing is written", async () => {
+    const sessionId = await chat();
+    const id = (await offerOne(t.clients, sessionId, "Tidy the docs")).id;
+    const first = await call("withdraw_suggestion", { suggestion_id: id }, toolMeta(sessionId));
+    expect(first.isError).toBe(false);
+    const before = await logRecords(t.redis, sessionId);
+    const counted = () =>
+      Promise.all([
+        callsCounted(t.server, "/mcp/withdraw_suggestion", "not_found"),
+        callsCounted(t.server, "/mcp/list_suggestions", "ok"),
+      ]);
+    const [notFound, listed] = await counted();
+    const noOpen = (bad: string) => `withdraw_suggestion: no open suggestion has id "${bad}"`;
+    const cases: [string, string][] = [
+      [id, noOpen(id)],
+      ["no-such-id", noOpen("no-such-id")],
+      ["a key}:log", noOpen("a key}:log")],
+      ["", "withdraw_suggestion: suggestion_id must not be empty"],
+    ];
+    for (const [suggestionId, text] of cases) {
+      const result = await call(
+        "withdraw_suggestion",
+        { suggestion_id: suggestionId, reason: "Again" },
+        toolMeta(sessionId),
+      );
+      expect({ suggestionId, ...result }).toEqual({
+        suggestionId,
+        text,
+        isError: true,
+        structured: undefined,
+      });
+    }
+    expect(await logRecords(t.redis, sessionId)).toEqual(before);
+    // Each a call of the tool, counted as the RPC's NOT_FOUND; the lookup is no call of its own.
+    expect(await counted()).toEqual([notFound + 3, listed]);
+    // A withdrawn offer whose title a newer open one has: a new call's id of the first
+    // does not withdraw the second.
+    await offerOne(t.clients, sessionId, "Tidy the docs");
+    const newCall = toolMeta(sessionId, { toolCallId: "call-new" });
+    expect((await call("withdraw_suggestion", { suggestion_id: id }, newCall)).text).toBe(
+      noOpen(id),
+    );
+    const { open } = await t.clients.suggestions.listSuggestions({ sessionId });
+    expect(open.map((s) => s.title)).toEqual(["Tidy the docs"]);
+  });
+
+  test("the RPC's other refusals answer first: a helper, no chat, a reason too long", async () => {
+    const sessionId = await chat();
+    const id = (await offerOne(t.clients, sessionId, "Tidy the docs")).id;
+    const helper = toolMeta(sessionId, { role: "helper" });
+    expect(await call("withdraw_suggestion", { suggestion_id: id }, helper)).toMatchObject({
+      text: WITHDRAW_TEXT.helper,
+      isError: true,
+    });
+    expect(await call("withdraw_suggestion", { suggestion_id: "x" }, helper)).toMatchObject({
+      text: WITHDRAW_TEXT.helper,
+      isError: true,
+    });
+    expect(await call("withdraw_suggestion", { suggestion_id: id }, {})).toMatchObject({
+      text: WITHDRAW_TEXT.noSession,
+      isError: true,
+    });
+    expect(
+      await call("withdraw_suggestion", { suggestion_id: id }, toolMeta(uniqueId("none"))),
+    ).toMatchObject({ text: WITHDRAW_TEXT.noSession, isError: true });
+    const long = { suggestion_id: id, reason: "r".repeat(241) };
+    expect(await call("withdraw_suggestion", long, toolMeta(sessionId))).toMatchObject({
+      text: WITHDRAW_TEXT.tooLong("reason", 240, 241),
+      isError: true,
+    });
+    const { open } = await t.clients.suggestions.listSuggestions({ sessionId });
+    expect(open.map((s) => s.id)).toEqual([id]);
+  });
+
+  test("a repeated oda.suggest/tool_call_id answers the first withdrawal and records nothing more", async () => {
+    const sessionId = await chat();
+    const id = (await offerOne(t.clients, sessionId, "Tidy the docs")).id;
+    const meta = toolMeta(sessionId, { toolCallId: "call-w" });
+    const first = await call("withdraw_suggestion", { suggestion_id: id, reason: "Done" }, meta);
+    expect(first).toEqual({
+      text: WITHDRAW_TEXT.success("Tidy the docs"),
+      isError: false,
+      structured: { suggestion_id: id },
+    });
+    const again = await call("withdraw_suggestion", { suggestion_id: id, reason: "Done" }, meta);
+    expect(again).toEqual(first);
+    const settled = (await logRecords(t.redis, sessionId)).filter((r) => r.type === "settled");
+    expect(settled).toHaveLength(1);
+    const other = toolMeta(sessionId, { toolCallId: "call-other" });
+    expect((await call("withdraw_suggestion", { suggestion_id: id }, other)).text).toBe(
+      `withdraw_suggestion: no open suggestion has id "${id}"`,
     );
   });
 
@@ -327,7 +455,7 @@ describe("withdraw_suggestion and list_suggestions", () => {
       if (title === "Withdrawn") {
         await call(
           "withdraw_suggestion",
-          { title, reason: "Did it" },
+          { suggestion_id: ids[title], reason: "Did it" },
           toolMeta(sessionId, { turnId: "w" }),
         );
       }

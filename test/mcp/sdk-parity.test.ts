@@ -18,10 +18,12 @@ import {
   suggestTaskTool,
   withdrawSuggestionTool,
 } from "../../server/domain/tool-declaration.js";
+import { MCP_TOOLS } from "../../server/mcp/mcp-tools.js";
 
 // The service reads its own copies of what the SDK gives a runtime (the server may not
-// import sdk/): the MCP tools' definitions and the settlement lines list_suggestions
-// shows. These hold the two equal.
+// import sdk/): suggest_task's MCP definition and the settlement lines list_suggestions
+// shows. These hold the two equal; withdraw_suggestion over MCP takes the offer's id
+// where the SDK's tool takes its title.
 
 /** A settlement as ListSettlements answers it: the suggestion as it stood right after it. */
 function settlement(
@@ -92,8 +94,20 @@ describe("settlement lines", () => {
 });
 
 describe("tool definitions", () => {
-  test("the service's tools/list entries are the SDK's mcpTool() output", () => {
+  test("suggest_task's tools/list entry is the SDK's mcpTool() output", () => {
+    expect(MCP_TOOLS[0]).toEqual(mcpTool());
     expect(mcpToolEntry(suggestTaskTool)).toEqual(mcpTool());
-    expect(mcpToolEntry(withdrawSuggestionTool)).toEqual(mcpTool(sdkWithdrawTool));
+  });
+
+  test("withdraw_suggestion over MCP names the offer by its id, not the SDK's title", () => {
+    const entry = MCP_TOOLS.find((tool) => tool.name === "withdraw_suggestion");
+    const sdk = mcpTool(sdkWithdrawTool);
+    expect(entry).not.toEqual(sdk);
+    expect(entry?.description).toBe(sdk.description);
+    expect(entry?.description).toBe(withdrawSuggestionTool.description);
+    expect(Object.keys(entry?.inputSchema.properties ?? {})).toEqual(["suggestion_id", "reason"]);
+    expect(entry?.inputSchema.required).toEqual(["suggestion_id"]);
+    // The reason is the SDK's (and the RPC's) field, with its limit.
+    expect(entry?.inputSchema.properties.reason).toEqual(sdk.inputSchema.properties.reason);
   });
 });
