@@ -261,7 +261,7 @@ test("a disk that refuses writes: UNAVAILABLE naming Redis's cause, counted, NOT
     );
     expect(err.code).toBe(Code.Unavailable);
     expect(err.rawMessage).toMatch(
-      /^the suggestion store cannot write to its disk \(Redis is configured to save RDB snapshots, but it's (currently )?unable to persist to disk/,
+      /^the suggestion store cannot write to its disk \((?:Redis|Valkey) is configured to save RDB snapshots, but it's (currently )?unable to persist to disk/,
     );
     await eventually(async () => (await health.check({})).status === 2);
     // Reads go on from the log, writing nothing: the chat still has no offer.
