@@ -24,9 +24,10 @@ import {
   WatchSuggestionsRequestSchema,
 } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { EmbeddedChatHost } from "../server/host/embedded-host.js";
-import { freePort, startRedisServer } from "../server/redis/redis-server-process.js";
+import { freePort } from "../server/redis/redis-server-process.js";
 import { createRedisClient } from "../server/store/scripts.js";
 import { SuggestionStore } from "../server/store/suggestion-store.js";
+import { startTestRedis } from "../test/support/store-server.js";
 import { measureStartConcurrency } from "./extras.js";
 import { requestFrame } from "./grpc-frames.js";
 import { h2load, h2loadBurst, once, sequences } from "./h2-runners.js";
@@ -37,7 +38,7 @@ const SVC = "/oda.suggest.v1.SuggestionService";
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), "h2rows-redis-"));
-  const redis = await startRedisServer({ dir });
+  const redis = await startTestRedis({ dir });
   const client = createRedisClient(redis.url);
   const host = new EmbeddedChatHost(client);
   const store = new SuggestionStore(client);

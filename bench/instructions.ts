@@ -37,9 +37,10 @@ import {
   SuggestTaskRequestSchema,
 } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { normalizedTitle } from "../server/domain/refusals.js";
-import { freePort, startRedisServer } from "../server/redis/redis-server-process.js";
+import { freePort } from "../server/redis/redis-server-process.js";
 import { createRedisClient } from "../server/store/scripts.js";
 import type { SuggestionStore } from "../server/store/suggestion-store.js";
+import { startTestRedis } from "../test/support/store-server.js";
 import { requestFrame } from "./grpc-frames.js";
 import { FramedGrpcConnection } from "./h2-frames.js";
 import { buildChat, changeOfO9 } from "./history.js";
@@ -351,7 +352,7 @@ function rowOf(scenario: string, root: string, total: Counts): InstructionRow {
  */
 export async function measureInstructions(roots: readonly string[]): Promise<InstructionRow[]> {
   const dir = mkdtempSync(join(tmpdir(), "suggest-task-instructions-"));
-  const redis = await startRedisServer({ dir: join(dir, "redis") });
+  const redis = await startTestRedis({ dir: join(dir, "redis") });
   const rows: InstructionRow[] = [];
   const { list, close } = scenarios(redis.url);
   try {

@@ -8,7 +8,7 @@
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { startRedisServer } from "../server/redis/redis-server-process.js";
+import { startTestRedis } from "../test/support/store-server.js";
 
 const run = promisify(execFile);
 
@@ -68,7 +68,7 @@ async function xaddBenchmark(
 export async function measureDiskFloor(
   dir: string,
 ): Promise<{ at64: RedisBenchmarkFigure; at1: RedisBenchmarkFigure }> {
-  const redis = await startRedisServer({ dir: join(dir, "floor") });
+  const redis = await startTestRedis({ dir: join(dir, "floor") });
   try {
     // Small counts: well under a second each on a quiet disk, a few on a busy one.
     const at64 = await xaddBenchmark(redis.port, 64, 30_000);

@@ -9,12 +9,9 @@
  */
 import { setTimeout as delay } from "node:timers/promises";
 import { Redis } from "ioredis";
-import {
-  type RedisServerProcess,
-  socketPathIn,
-  startRedisServer,
-} from "../server/redis/redis-server-process.js";
+import { type RedisServerProcess, socketPathIn } from "../server/redis/redis-server-process.js";
 import { createRedisClient } from "../server/store/scripts.js";
+import { startTestRedis } from "../test/support/store-server.js";
 import { builtService, startNode } from "./measure.js";
 import { ids, inBatches, writers } from "./prepare.js";
 import type { Row } from "./report.js";
@@ -115,13 +112,13 @@ export async function measureReplicaWait(
   try {
     const primaryDir = `${dir}/primary`;
     const noRewrite = ["--auto-aof-rewrite-percentage", "0"];
-    const primary = await startRedisServer({
+    const primary = await startTestRedis({
       dir: primaryDir,
       unixSocket: socketPathIn(primaryDir),
       extraArgs: noRewrite,
     });
     started.push(primary);
-    const replica = await startRedisServer({
+    const replica = await startTestRedis({
       dir: `${dir}/replica`,
       extraArgs: [...noRewrite, "--replicaof", "127.0.0.1", String(primary.port)],
     });

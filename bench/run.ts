@@ -20,7 +20,8 @@ import {
   GetSuggestionRequestSchema,
   ListSuggestionsRequestSchema,
 } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
-import { freePort, socketPathIn, startRedisServer } from "../server/redis/redis-server-process.js";
+import { freePort, socketPathIn } from "../server/redis/redis-server-process.js";
+import { startTestRedis } from "../test/support/store-server.js";
 import { measureAuthCost } from "./auth-cost.js";
 import { measureClusterNotices } from "./cluster-notices.js";
 import { measureFanout, measureStartConcurrency } from "./extras.js";
@@ -326,7 +327,7 @@ async function main(): Promise<void> {
     // turns with the service. The rows' writes set off two or three inside the windows of
     // a run (two in SuggestTask's, once), each costing the row it fell in; the AOF grows
     // by a few hundred MB a run instead.
-    const redis = await startRedisServer({
+    const redis = await startTestRedis({
       dir: redisDir,
       unixSocket: socketPathIn(redisDir),
       extraArgs: ["--auto-aof-rewrite-percentage", "0"],

@@ -12,8 +12,9 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { Redis } from "ioredis";
-import { freePort, startRedisServer } from "../server/redis/redis-server-process.js";
+import { freePort } from "../server/redis/redis-server-process.js";
 import { createRedisClient } from "../server/store/scripts.js";
+import { startTestRedis, TEST_REDIS_SERVER } from "../test/support/store-server.js";
 import { builtService, startNode } from "./measure.js";
 import { ids, writers } from "./prepare.js";
 import { mergeRows } from "./replica-wait.js";
@@ -46,7 +47,7 @@ async function startSentinel(dir: string, primaryPort: number) {
       "",
     ].join("\n"),
   );
-  const child: ChildProcess = spawn("redis-server", [conf, "--sentinel"], { stdio: "ignore" });
+  const child: ChildProcess = spawn(TEST_REDIS_SERVER, [conf, "--sentinel"], { stdio: "ignore" });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const probe = new Redis({ port, lazyConnect: true, retryStrategy: () => 100 });
   probe.on("error", () => {});
@@ -91,7 +92,7 @@ export async function measureSentinel(
 ): Promise<SentinelResult> {
   const started: { stop: () => Promise<void> }[] = [];
   try {
-    const primary = await startRedisServer({
+    const primary = await startTestRedis({
       dir: join(dir, "primary"),
       extraArgs: ["--auto-aof-rewrite-percentage", "0"],
     });

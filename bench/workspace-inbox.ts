@@ -16,9 +16,10 @@ import { FolderKind } from "../gen/oda/suggest/v1/chat_host_pb.js";
 import { AgentRole } from "../gen/oda/suggest/v1/suggestion_pb.js";
 import { SuggestionService } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
 import { EmbeddedChatHost } from "../server/host/embedded-host.js";
-import { freePort, startRedisServer } from "../server/redis/redis-server-process.js";
+import { freePort } from "../server/redis/redis-server-process.js";
 import { createRedisClient } from "../server/store/scripts.js";
 import { type NewOffer, SuggestionStore } from "../server/store/suggestion-store.js";
+import { startTestRedis } from "../test/support/store-server.js";
 import { builtService, cpuSeconds, startNode } from "./measure.js";
 import { inBatches } from "./prepare.js";
 
@@ -161,7 +162,7 @@ export async function measureWorkspaceInbox(
 /** Alone: its own redis-server (as `npm start` runs it) and service. */
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "suggest-task-bench-inbox-"));
-  const redis = await startRedisServer({ dir });
+  const redis = await startTestRedis({ dir });
   const port = await freePort();
   const server = await startNode(
     [builtService()],

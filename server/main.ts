@@ -124,7 +124,7 @@ function startupLine(
       config.tlsCertFile === undefined ? "h2c and HTTP/1.1" : "HTTP/2 and HTTP/1.1 over TLS"
     })`,
     privateRedis
-      ? `private ${privateRedis.executable} on ${privateRedis.url}${privateRedis.socketUrl && privateRedis.socketUrl !== privateRedis.url ? ` and ${privateRedis.socketUrl}` : ""}, data in ${privateRedis.dir}`
+      ? `private ${privateRedis.executable}${privateRedis.version ? ` ${privateRedis.version}` : ""} on ${privateRedis.url}${privateRedis.socketUrl && privateRedis.socketUrl !== privateRedis.url ? ` and ${privateRedis.socketUrl}` : ""}, data in ${privateRedis.dir}`
       : `${REDIS_KIND_NAMES[parseRedisUrl(redisUrl).kind]} at ${redact(redisUrl)}`,
     config.chatHostUrl ? `chat host at ${config.chatHostUrl}` : "embedded chat host",
     ...(tracing !== undefined ? ["traces to the OTLP endpoint"] : []),

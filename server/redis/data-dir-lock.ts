@@ -8,6 +8,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
+import { PRIVATE_STORE_SERVERS } from "./redis-server-process.js";
 
 /** The lock file inside a data folder: who uses it. */
 const LOCK_FILE = "owner.lock";
@@ -67,7 +68,7 @@ export function lockDataDir(dir: string): DataDirLock {
     }
     if (owner?.redisPid !== undefined && alive(owner.redisPid)) {
       throw new DataDirError(
-        `is in use by redis-server process ${owner.redisPid}, left running by process ${owner.pid}, which is gone`,
+        `is in use by ${serverName(owner.redisPid) ?? "redis-server"} process ${owner.redisPid}, left running by process ${owner.pid}, which is gone`,
         { pid: owner.redisPid, what: "redis-server" },
       );
     }
@@ -97,33 +98,50 @@ export async function stopLeftRedis(
     return undefined;
   }
   const pid = owner.redisPid;
-  if (!isPrivateRedis(pid, redisDir, socket)) return undefined;
+  const name = privateStoreName(pid, redisDir, socket);
+  if (name === undefined) return undefined;
   process.kill(pid, "SIGTERM");
   const until = Date.now() + waitMs;
   while (alive(pid)) {
     if (Date.now() > until) {
       throw new DataDirError(
-        `holds redis-server process ${pid}, left running by process ${owner.pid}, which is gone, and it did not stop within ${waitMs} ms`,
+        `holds ${name} process ${pid}, left running by process ${owner.pid}, which is gone, and it did not stop within ${waitMs} ms`,
         { pid, what: "redis-server" },
       );
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  return `took over ${dir}: stopped redis-server process ${pid} (clean shutdown, AOF kept) left running by process ${owner.pid}, which is gone`;
+  return `took over ${dir}: stopped ${name} process ${pid} (clean shutdown, AOF kept) left running by process ${owner.pid}, which is gone`;
 }
 
 /**
- * Whether `pid` is a `redis-server` working in `redisDir` (Redis changes to its `--dir`,
- * and rewrites its command line, so its name and its working folder tell), with its
- * socket in place when it has one.
+ * The name of `pid` when it is a private store's server (`redis-server`, `valkey-server`)
+ * working in `redisDir` (the server changes to its `--dir`, and rewrites its command
+ * line, so its name and its working folder tell), with its socket in place when it has
+ * one; undefined when it is not.
  */
-function isPrivateRedis(pid: number, redisDir: string, socket: string | undefined): boolean {
+function privateStoreName(
+  pid: number,
+  redisDir: string,
+  socket: string | undefined,
+): string | undefined {
   try {
-    if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== "redis-server") return false;
-    if (realpathSync(`/proc/${pid}/cwd`) !== realpathSync(redisDir)) return false;
-    return socket === undefined || lstatSync(socket).isSocket();
+    const name = serverName(pid);
+    if (name === undefined) return undefined;
+    if (realpathSync(`/proc/${pid}/cwd`) !== realpathSync(redisDir)) return undefined;
+    return socket === undefined || lstatSync(socket).isSocket() ? name : undefined;
   } catch {
-    return false;
+    return undefined;
+  }
+}
+
+/** The process name of `pid` when it is one of PRIVATE_STORE_SERVERS, else undefined. */
+function serverName(pid: number): string | undefined {
+  try {
+    const comm = readFileSync(`/proc/${pid}/comm`, "utf8").trim();
+    return (PRIVATE_STORE_SERVERS as readonly string[]).includes(comm) ? comm : undefined;
+  } catch {
+    return undefined;
   }
 }
 

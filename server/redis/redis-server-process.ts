@@ -34,6 +34,8 @@ export interface RedisServerProcess {
   readonly socketUrl: string | undefined;
   readonly dir: string;
   readonly pid: number;
+  /** The version it logs at start (`Redis version=7.0.15, ...`, `Valkey version=8.0.1, ...`). */
+  readonly version: string | undefined;
   /** Asks it to shut down cleanly (SIGTERM: the AOF is flushed) and waits for the exit. */
   stop(): Promise<void>;
   /** Kills it with SIGKILL, as a crash would, and waits for the exit. */
@@ -145,7 +147,8 @@ function spawnRedis(options: RedisServerOptions, port: number): Promise<RedisSer
       if (/ready to accept connections/i.test(output)) {
         child.stdout?.off("data", onData);
         child.stdout?.resume();
-        resolve(handle(child, exited, port, options));
+        const version = /\bversion=([^\s,]+)/.exec(output)?.[1];
+        resolve(handle(child, exited, port, version, options));
       }
     };
     child.stdout?.on("data", onData);
@@ -156,7 +159,7 @@ function spawnRedis(options: RedisServerOptions, port: number): Promise<RedisSer
       reject(err.code === "ENOENT" ? new RedisServerMissingError(executable) : err);
     });
     child.once("exit", (code, signal) => {
-      reject(new Error(`redis-server exited (${code ?? signal}) before it was ready:\n${output}`));
+      reject(new Error(`${executable} exited (${code ?? signal}) before it was ready:\n${output}`));
     });
   });
 }
@@ -165,6 +168,7 @@ function handle(
   child: ChildProcess,
   exited: Promise<void>,
   port: number,
+  version: string | undefined,
   { dir, unixSocket, socketOnly }: RedisServerOptions,
 ): RedisServerProcess {
   const signal = async (name: NodeJS.Signals) => {
@@ -180,6 +184,7 @@ function handle(
     socketUrl: unixSocket === undefined ? undefined : unixSocketUrl(unixSocket),
     dir,
     pid: child.pid ?? 0,
+    version,
     stop: () => signal("SIGTERM"),
     kill: () => signal("SIGKILL"),
   };

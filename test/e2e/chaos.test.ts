@@ -3,10 +3,7 @@ import { afterAll, expect, test } from "vitest";
 import { MessageAuthor } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { LIFETIME_LIMIT, OPEN_LIMIT } from "../../server/domain/limits.js";
-import {
-  type RedisServerProcess,
-  startRedisServer,
-} from "../../server/redis/redis-server-process.js";
+import type { RedisServerProcess } from "../../server/redis/redis-server-process.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import {
   type Clients,
@@ -19,6 +16,7 @@ import {
   uniqueId,
 } from "../support/harness.js";
 import { foldLog } from "../support/model/fold.js";
+import { startTestRedis } from "../support/store-server.js";
 import { offeredRecords } from "../support/suggest.js";
 
 /*
@@ -65,7 +63,7 @@ async function killInstance(slot: number): Promise<void> {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test("kill -9 of an instance and of Redis under load loses no acknowledged offer and makes one chat per Start", async () => {
-  redisServer = await startRedisServer({ dir: folder.dir });
+  redisServer = await startTestRedis({ dir: folder.dir });
   await Promise.all([startInstance(0), startInstance(1)]);
   const sessions = Array.from({ length: SESSIONS }, () => uniqueId("chaos"));
   for (const sessionId of sessions) await putSession(live[0] as Clients, { sessionId });
@@ -135,7 +133,7 @@ test("kill -9 of an instance and of Redis under load loses no acknowledged offer
   const port = redisServer.port;
   await redisServer.kill();
   await sleep(1_000);
-  redisServer = await startRedisServer({ dir: folder.dir, port });
+  redisServer = await startTestRedis({ dir: folder.dir, port });
   await sleep(3_000);
   await killInstance(1);
   await sleep(1_000);

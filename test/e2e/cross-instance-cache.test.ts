@@ -1,14 +1,12 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
-import {
-  type RedisServerProcess,
-  startRedisServer,
-} from "../../server/redis/redis-server-process.js";
+import type { RedisServerProcess } from "../../server/redis/redis-server-process.js";
 import { sessionKeys } from "../../server/store/keys.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { type Clients, eventually, putSession, tempDir, uniqueId } from "../support/harness.js";
 import { foldLog } from "../support/model/fold.js";
 import { useTestServer } from "../support/server-fixture.js";
+import { startTestRedis } from "../support/store-server.js";
 import { offerOne } from "../support/suggest.js";
 
 /*
@@ -25,7 +23,7 @@ import { offerOne } from "../support/suggest.js";
 const data = tempDir("cache-redis");
 let redis: RedisServerProcess;
 beforeAll(async () => {
-  redis = await startRedisServer({ dir: data.dir });
+  redis = await startTestRedis({ dir: data.dir });
 });
 afterAll(async () => {
   await redis?.stop();
@@ -118,7 +116,7 @@ test("after a Redis restart both instances answer the log, and see the next chan
   await expectBothCurrent(sessionId);
 
   await redis.stop();
-  redis = await startRedisServer({ port: redis.port, dir: data.dir });
+  redis = await startTestRedis({ port: redis.port, dir: data.dir });
   await eventually(async () => {
     try {
       await a.clients.suggestions.listSuggestions({ sessionId });

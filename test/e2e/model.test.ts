@@ -1,12 +1,10 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, test } from "vitest";
-import {
-  type RedisServerProcess,
-  startRedisServer,
-} from "../../server/redis/redis-server-process.js";
+import type { RedisServerProcess } from "../../server/redis/redis-server-process.js";
 import { ownRedis, putSession, uniqueId } from "../support/harness.js";
 import { modelSteps } from "../support/model-steps.js";
 import { useTestServer } from "../support/server-fixture.js";
+import { startTestRedis } from "../support/store-server.js";
 import { Model } from "../support/suggestion-model.js";
 
 /*
@@ -36,7 +34,7 @@ beforeAll(() => {
 /** kill -9 of Redis, restarted on the same AOF; waits until the service answers again. */
 async function restartRedis(): Promise<void> {
   await redisServer.kill();
-  const restarted = await startRedisServer({ dir: redisServer.dir, port: redisServer.port });
+  const restarted = await startTestRedis({ dir: redisServer.dir, port: redisServer.port });
   redisServer = Object.assign(restarted, { remove: redisServer.remove });
   for (let i = 0; ; i++) {
     try {

@@ -41,7 +41,13 @@ test("with REDIS_URL unset the service runs a private redis-server; buf curl cal
   // It reaches its redis-server over the Unix socket in DATA_DIR (permissions 700), the
   // only way in: no TCP port.
   const socket = join(data.dir, "redis", "redis.sock");
-  expect(service.output()).toContain(`private redis-server on unix://${socket}, data in `);
+  // The start line names the server and the version it logged at start.
+  const version = /\bv=(\S+)/.exec(
+    (await run("redis-server", ["--version"], { encoding: "utf8" })).stdout,
+  )?.[1];
+  expect(service.output()).toContain(
+    `private redis-server ${version} on unix://${socket}, data in `,
+  );
   expect(statSync(socket).mode & 0o777).toBe(0o700);
 
   const put = await bufCurl(service.url, "oda.suggest.v1.LocalHostService/PutSession", {

@@ -17,8 +17,9 @@ import {
   Health,
   HealthCheckResponse_ServingStatus as Status,
 } from "../../gen/grpc/health/v1/health_pb.js";
-import { freePort, startRedisServer } from "../../server/redis/redis-server-process.js";
+import { freePort } from "../../server/redis/redis-server-process.js";
 import { grpcClients, putSession, spawnService, tempDir, uniqueId } from "../support/harness.js";
+import { startTestRedis } from "../support/store-server.js";
 
 // The service's life as an operator sees it: one owner per data folder, a failed start
 // that cleans up and says why in one line, an unreachable Redis said out loud.
@@ -160,7 +161,7 @@ test("an unreachable REDIS_URL is logged at start and while it lasts; health say
   await until(() => said(`Redis at ${url} is unreachable for 5 s (`), 8_000);
   const data = tempDir("late-redis");
   cleanups.push(data.remove);
-  const redis = await startRedisServer({ dir: data.dir, port });
+  const redis = await startTestRedis({ dir: data.dir, port });
   cleanups.push(() => redis.stop());
   await until(() => said(`Redis at ${url} is reachable again`), 8_000);
   expect((await health.check({})).status).toBe(Status.SERVING);

@@ -6,7 +6,6 @@ import {
   Health,
   HealthCheckResponse_ServingStatus as Serving,
 } from "../../gen/grpc/health/v1/health_pb.js";
-import { startRedisServer } from "../../server/redis/redis-server-process.js";
 import {
   eventually,
   grpcClients,
@@ -15,6 +14,7 @@ import {
   tempDir,
   uniqueId,
 } from "../support/harness.js";
+import { startTestRedis } from "../support/store-server.js";
 import {
   agentLoad,
   expectSameProcessMissedNothing,
@@ -52,11 +52,11 @@ test("the primary behind the address dies, connections hang 6.5 s, the promoted 
   const primary = await ownRedis();
   const replicaDir = tempDir("replica");
   const secondDir = tempDir("second");
-  const replica = await startRedisServer({
+  const replica = await startTestRedis({
     dir: replicaDir.dir,
     extraArgs: ["--replicaof", "127.0.0.1", String(primary.port)],
   });
-  const second = await startRedisServer({
+  const second = await startTestRedis({
     dir: secondDir.dir,
     extraArgs: ["--replicaof", "127.0.0.1", String(replica.port)],
   });
@@ -131,7 +131,7 @@ test("the one Redis behind the address restarts (AOF, same data folder): served 
 
   await first.kill();
   await sleep(3_000);
-  redis = Object.assign(await startRedisServer({ dir: first.dir, port: first.port }), {
+  redis = Object.assign(await startTestRedis({ dir: first.dir, port: first.port }), {
     remove: first.remove,
   });
   const servedMs = await untilServed(clients, watched.sessions[0]?.sessionId ?? "");

@@ -1,10 +1,7 @@
 import { afterAll, expect, test } from "vitest";
 import { SuggestionState } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import type { ListSuggestionsResponse } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
-import {
-  type RedisServerProcess,
-  startRedisServer,
-} from "../../server/redis/redis-server-process.js";
+import type { RedisServerProcess } from "../../server/redis/redis-server-process.js";
 import {
   grpcClients,
   ownRedis,
@@ -16,6 +13,7 @@ import {
   uniqueId,
 } from "../support/harness.js";
 import { logRecords, watch } from "../support/lists.js";
+import { startTestRedis } from "../support/store-server.js";
 import { offerOne } from "../support/suggest.js";
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
@@ -70,7 +68,7 @@ test("kill -9 of the service and of Redis keeps the lists and every acknowledged
   }
   await Promise.all([redis.kill(), service.kill("SIGKILL")]);
 
-  redis = await startRedisServer({ dir: first.dir, port: first.port });
+  redis = await startTestRedis({ dir: first.dir, port: first.port });
   service = await spawnService(redis.url);
   clients = grpcClients(service.url);
   for (const { sessionId, offers } of sessions) {
@@ -99,7 +97,7 @@ test("kill -9 of the service and of Redis keeps the lists and every acknowledged
     const call = round % 2 === 0 ? "dismissSuggestion" : "restoreSuggestion";
     const res = await clients.suggestions[call]({ sessionId, suggestionId });
     await redis.kill();
-    redis = await startRedisServer({ dir: first.dir, port: first.port });
+    redis = await startTestRedis({ dir: first.dir, port: first.port });
     const reader = redisClient(redis.url);
     const log = await logRecords(reader, sessionId);
     reader.disconnect();
@@ -142,7 +140,7 @@ test("a watcher keeps watching across a kill -9 of Redis", async () => {
   await w.waitFor((m) => m.open.length === 1);
 
   await redis.kill();
-  redis = await startRedisServer({ dir: first.dir, port: first.port });
+  redis = await startTestRedis({ dir: first.dir, port: first.port });
   await retry(() => clients.suggestions.dismissSuggestion({ sessionId, suggestionId: a }));
   const seen = await w.waitFor((m) => m.settled[0]?.state === SuggestionState.DISMISSED);
   expect(seen.open).toEqual([]);

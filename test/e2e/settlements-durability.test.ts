@@ -1,7 +1,7 @@
 import { afterEach, expect, test } from "vitest";
-import { startRedisServer } from "../../server/redis/redis-server-process.js";
 import { grpcClients, ownRedis, putSession, spawnService, uniqueId } from "../support/harness.js";
 import { NOTE, SettlementReader } from "../support/settlements.js";
+import { startTestRedis } from "../support/store-server.js";
 import { offerOne } from "../support/suggest.js";
 import { withdraw } from "../support/withdraw.js";
 
@@ -62,7 +62,7 @@ test("notes asked with each cursor miss and repeat nothing across two service pr
   const heardBefore = reader.heard.length;
   expect(heardBefore).toBeGreaterThan(0);
 
-  const restarted = await startRedisServer({ dir: redisServer.dir, port: redisServer.port });
+  const restarted = await startTestRedis({ dir: redisServer.dir, port: redisServer.port });
   cleanups.push(() => restarted.stop());
   const c = await spawnService(restarted.url);
   cleanups.push(() => c.kill("SIGTERM"));
@@ -100,7 +100,7 @@ test("a retried withdraw_suggestion call answers the first result after kill -9 
   const answer = await withdraw(firstClients, call);
   await Promise.all([first.kill("SIGKILL"), redisServer.kill()]);
 
-  const restarted = await startRedisServer({ dir: redisServer.dir, port: redisServer.port });
+  const restarted = await startTestRedis({ dir: redisServer.dir, port: redisServer.port });
   cleanups.push(() => restarted.stop());
   const second = await spawnService(restarted.url);
   cleanups.push(() => second.kill("SIGTERM"));

@@ -3,10 +3,7 @@ import { Code } from "@connectrpc/connect";
 import type { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
 import { connectRedis } from "../../server/redis/redis-client.js";
-import {
-  type RedisServerProcess,
-  startRedisServer,
-} from "../../server/redis/redis-server-process.js";
+import type { RedisServerProcess } from "../../server/redis/redis-server-process.js";
 import type { SuggestServer } from "../../server/server.js";
 import { createRedisClient } from "../../server/store/scripts.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
@@ -20,6 +17,7 @@ import {
   tempDir,
   uniqueId,
 } from "../support/harness.js";
+import { startTestRedis } from "../support/store-server.js";
 import { keysOf, offer, offeredRecords, offerOne } from "../support/suggest.js";
 
 // A primary and one replica of this file's own: the tests pause the replica, change the
@@ -34,7 +32,7 @@ beforeAll(async () => {
   // The replica's first copy at once, not after the default 5 s of diskless sync delay.
   await admin.config("SET", "repl-diskless-sync-delay", "0");
   replicaDir = tempDir("replica");
-  replica = await startRedisServer({
+  replica = await startTestRedis({
     dir: replicaDir.dir,
     extraArgs: ["--replicaof", "127.0.0.1", String(primary.port)],
   });
@@ -234,7 +232,7 @@ test("an evicting policy found on a reconnection makes the health check NOT_SERV
 test("a disk that refuses writes: UNAVAILABLE naming Redis's cause, counted, NOT_SERVING until it writes again; the retry records one offer", async () => {
   // A Redis of its own whose data folder may be moved at run time (a protected config).
   const own = tempDir("disk");
-  const redis = await startRedisServer({
+  const redis = await startTestRedis({
     dir: own.dir,
     extraArgs: ["--enable-protected-configs", "yes"],
   });
@@ -263,7 +261,7 @@ test("a disk that refuses writes: UNAVAILABLE naming Redis's cause, counted, NOT
     );
     expect(err.code).toBe(Code.Unavailable);
     expect(err.rawMessage).toMatch(
-      /^the suggestion store cannot write to its disk \(Redis is configured to save RDB snapshots, but it's (currently )?unable to persist to disk/,
+      /^the suggestion store cannot write to its disk \((?:Redis|Valkey) is configured to save RDB snapshots, but it's (currently )?unable to persist to disk/,
     );
     await eventually(async () => (await health.check({})).status === 2);
     // Reads go on from the log, writing nothing: the chat still has no offer.

@@ -1,6 +1,5 @@
 import { ConnectError } from "@connectrpc/connect";
 import { afterEach, expect, test } from "vitest";
-import { startRedisServer } from "../../server/redis/redis-server-process.js";
 import {
   grpcClients,
   ownRedis,
@@ -9,6 +8,7 @@ import {
   spawnService,
   uniqueId,
 } from "../support/harness.js";
+import { startTestRedis } from "../support/store-server.js";
 import { offer, offeredRecords } from "../support/suggest.js";
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
@@ -69,7 +69,7 @@ test("after kill -9 of the service and of Redis, every acknowledged offer is on 
   const total = [...acknowledged.values()].reduce((n, ids) => n + ids.length, 0);
   expect(total).toBeGreaterThan(0);
 
-  const restarted = await startRedisServer({ dir: redisServer.dir, port: redisServer.port });
+  const restarted = await startTestRedis({ dir: redisServer.dir, port: redisServer.port });
   cleanups.push(() => restarted.stop());
   const redis = redisClient(restarted.url);
   for (const [sessionId, ids] of acknowledged) {

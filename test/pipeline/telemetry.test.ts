@@ -17,6 +17,7 @@ import {
   startTestServer,
   uniqueId,
 } from "../support/harness.js";
+import { startTestRedis } from "../support/store-server.js";
 import { offer } from "../support/suggest.js";
 
 describe("one JSON log line per call, and Prometheus metrics", () => {
@@ -99,8 +100,7 @@ describe("grpc.health.v1 reports SERVING only while Redis answers", () => {
       await redis.kill();
       expect((await health.check({})).status).toBe(HealthCheckResponse_ServingStatus.NOT_SERVING);
       await expect.poll(() => seen.at(-1)).toBe(HealthCheckResponse_ServingStatus.NOT_SERVING);
-      const { startRedisServer } = await import("../../server/redis/redis-server-process.js");
-      const again = await startRedisServer({ dir: redis.dir, port: redis.port });
+      const again = await startTestRedis({ dir: redis.dir, port: redis.port });
       await expect
         .poll(() => seen.at(-1), { timeout: 10_000 })
         .toBe(HealthCheckResponse_ServingStatus.SERVING);

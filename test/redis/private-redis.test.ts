@@ -2,15 +2,16 @@ import { statSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { expect, test } from "vitest";
-import { socketPathIn, startRedisServer } from "../../server/redis/redis-server-process.js";
+import { socketPathIn } from "../../server/redis/redis-server-process.js";
 import { redisClient, tempDir } from "../support/harness.js";
+import { startTestRedis } from "../support/store-server.js";
 
 test("npm start's private Redis listens on its owner's socket alone, no TCP port", async () => {
   const data = tempDir("private-redis-");
   const dir = join(data.dir, "redis");
   const unixSocket = socketPathIn(dir);
   expect(unixSocket).toBeDefined();
-  const redis = await startRedisServer({ dir, unixSocket, socketOnly: true });
+  const redis = await startTestRedis({ dir, unixSocket, socketOnly: true });
   try {
     expect(redis.url).toBe(redis.socketUrl);
     // The socket is its owner's only: no other local user may connect to it.

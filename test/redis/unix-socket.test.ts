@@ -1,11 +1,8 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { connectRedis } from "../../server/redis/redis-client.js";
-import {
-  type RedisServerProcess,
-  socketPathIn,
-  startRedisServer,
-} from "../../server/redis/redis-server-process.js";
+import { type RedisServerProcess, socketPathIn } from "../../server/redis/redis-server-process.js";
 import { grpcClients, putSession, startTestServer, tempDir, uniqueId } from "../support/harness.js";
+import { startTestRedis } from "../support/store-server.js";
 import { offerOne } from "../support/suggest.js";
 
 /*
@@ -17,7 +14,7 @@ import { offerOne } from "../support/suggest.js";
 const folder = tempDir("unix-socket");
 let redis: RedisServerProcess;
 beforeAll(async () => {
-  redis = await startRedisServer({ dir: folder.dir, unixSocket: socketPathIn(folder.dir) });
+  redis = await startTestRedis({ dir: folder.dir, unixSocket: socketPathIn(folder.dir) });
 });
 afterAll(async () => {
   await redis?.stop();

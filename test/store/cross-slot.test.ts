@@ -5,7 +5,6 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { AgentRole } from "../../gen/oda/suggest/v1/suggestion_pb.js";
 import { subscriberConnection } from "../../server/redis/redis-client.js";
 import type { RedisServerProcess } from "../../server/redis/redis-server-process.js";
-import { startRedisServer } from "../../server/redis/redis-server-process.js";
 import { rebuildInboxes } from "../../server/store/inbox-rebuild.js";
 import { workspaceKeys } from "../../server/store/keys.js";
 import { PubSub } from "../../server/store/pubsub.js";
@@ -17,6 +16,7 @@ import { grpcClients, putSession, redisClient, tempDir, uniqueId } from "../supp
 import { watch } from "../support/lists.js";
 import { type MonitoredCommand, startMonitor } from "../support/monitor.js";
 import { useOwnRedis, useTestServer } from "../support/server-fixture.js";
+import { startTestRedis } from "../support/store-server.js";
 import { offerOne } from "../support/suggest.js";
 
 /*
@@ -38,7 +38,7 @@ let slotDir: { dir: string; remove: () => void };
 let oracle: Redis;
 beforeAll(async () => {
   slotDir = tempDir("slots");
-  slotServer = await startRedisServer({
+  slotServer = await startTestRedis({
     dir: slotDir.dir,
     extraArgs: ["--cluster-enabled", "yes"],
   });

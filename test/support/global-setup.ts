@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
-import { startRedisServer } from "../../server/redis/redis-server-process.js";
+import { startTestRedis } from "./store-server.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -27,7 +27,7 @@ export default async function setup(project: TestProject) {
   const dirs = Array.from({ length: workers }, () =>
     mkdtempSync(join(tmpdir(), "suggest-task-redis-")),
   );
-  const servers = await Promise.all(dirs.map((dir) => startRedisServer({ dir })));
+  const servers = await Promise.all(dirs.map((dir) => startTestRedis({ dir })));
   project.provide("redisUrl", (servers[0] as (typeof servers)[number]).url);
   project.provide(
     "redisUrls",

@@ -17,13 +17,10 @@ import {
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionService } from "../../gen/oda/suggest/v1/suggestion_service_pb.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
-import {
-  freePort,
-  type RedisServerProcess,
-  startRedisServer,
-} from "../../server/redis/redis-server-process.js";
+import { freePort, type RedisServerProcess } from "../../server/redis/redis-server-process.js";
 import { type SuggestServer, startSuggestServer } from "../../server/server.js";
 import { createRedisClient } from "../../server/store/scripts.js";
+import { startTestRedis } from "./store-server.js";
 
 /** The suite's shared redis-server (test/support/global-setup.ts). */
 export function sharedRedisUrl(): string {
@@ -100,7 +97,7 @@ export function tempDir(prefix: string): { dir: string; remove: () => void } {
 /** A redis-server of a test's own, which it may kill and restart (AOF on). */
 export async function ownRedis(): Promise<RedisServerProcess & { remove: () => void }> {
   const { dir, remove } = tempDir("redis");
-  const server = await startRedisServer({ dir });
+  const server = await startTestRedis({ dir });
   return Object.assign(server, { remove });
 }
 

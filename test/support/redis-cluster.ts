@@ -5,11 +5,8 @@ import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { promisify } from "node:util";
 import { Redis } from "ioredis";
-import {
-  freePort,
-  type RedisServerProcess,
-  startRedisServer,
-} from "../../server/redis/redis-server-process.js";
+import { freePort, type RedisServerProcess } from "../../server/redis/redis-server-process.js";
+import { startTestRedis, TEST_REDIS_CLI } from "./store-server.js";
 
 const run = promisify(execFile);
 
@@ -85,7 +82,7 @@ export async function startRedisCluster(
     });
   }
   const start = async (node: ClusterNode) => {
-    node.process = await startRedisServer({
+    node.process = await startTestRedis({
       dir: node.dir,
       port: node.port,
       extraArgs: [
@@ -112,7 +109,7 @@ export async function startRedisCluster(
   };
   try {
     await Promise.all(nodes.map(start));
-    await run("redis-cli", [
+    await run(TEST_REDIS_CLI, [
       "--cluster",
       "create",
       ...nodes.map((n) => `127.0.0.1:${n.port}`),

@@ -5,7 +5,10 @@ import type { RedisClient } from "../../server/redis/redis-client.js";
 export interface DumpedKey {
   readonly key: string;
   readonly type: string;
-  /** The value's parts (fields, members, scores, stream ids and fields) joined by newlines. */
+  /**
+   * The value's parts (fields, members, scores, stream ids and fields) joined by newlines;
+   * a hash's fields and a set's members sorted.
+   */
   readonly value: string;
 }
 
@@ -31,9 +34,14 @@ export async function dumpRedis(redis: RedisClient): Promise<DumpedKey[]> {
         const type = await node.type(key);
         let parts: (Buffer | string | readonly unknown[])[] = [];
         if (type === "string") parts = [(await node.getBuffer(key)) ?? ""];
-        else if (type === "hash") parts = Object.entries(await node.hgetallBuffer(key)).flat();
+        // A hash's fields and a set's members in sorted order: the server's order is its
+        // table's, which may change without a write (Valkey 8 rehashes as it reads).
+        else if (type === "hash")
+          parts = Object.entries(await node.hgetallBuffer(key))
+            .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+            .flat();
         else if (type === "list") parts = await node.lrangeBuffer(key, 0, -1);
-        else if (type === "set") parts = await node.smembersBuffer(key);
+        else if (type === "set") parts = (await node.smembersBuffer(key)).sort(Buffer.compare);
         else if (type === "zset") parts = await node.zrangeBuffer(key, 0, -1, "WITHSCORES");
         else if (type === "stream") parts = await node.xrangeBuffer(key, "-", "+");
         else if (type !== "none") throw new Error(`key ${key} is of a type not read: ${type}`);

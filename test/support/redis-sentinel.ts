@@ -3,16 +3,13 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
-import {
-  freePort,
-  type RedisServerProcess,
-  startRedisServer,
-} from "../../server/redis/redis-server-process.js";
+import { freePort, type RedisServerProcess } from "../../server/redis/redis-server-process.js";
 import { tempDir } from "./harness.js";
+import { startTestRedis, TEST_REDIS_SERVER } from "./store-server.js";
 
 /*
  * A Redis Sentinel deployment of a test's own: a primary, its replicas and the
- * sentinels that watch them, each a real process (`redis-server <conf> --sentinel`) on
+ * sentinels that watch them, each a real process (`redis-server <conf> --sentinel`, or the server `SUGGEST_TEST_REDIS_SERVER` names) on
  * free ports, with folders of their own.
  */
 
@@ -86,7 +83,7 @@ export async function startSentinelSet(
       dirs.push(dir);
       const primary = nodes[0];
       nodes.push(
-        await startRedisServer({
+        await startTestRedis({
           dir: dir.dir,
           extraArgs: [
             ...auth,
@@ -175,7 +172,9 @@ async function startSentinel(
         ]),
   ];
   writeFileSync(conf, `${lines.join("\n")}\n`);
-  const child = spawn("redis-server", [conf, "--sentinel"], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(TEST_REDIS_SERVER, [conf, "--sentinel"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => {
     output += chunk.toString();
