@@ -1,7 +1,9 @@
 import type { Socket } from "node:net";
 import type { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
-import { COMMANDS_PER_WRITE, connectRedis } from "../../server/redis/redis-client.js";
+import { connectRedis } from "../../server/redis/redis-client.js";
+import { callScript, flatScript } from "../../server/redis/script-call.js";
+import { COMMANDS_PER_WRITE } from "../../server/redis/turn-waits.js";
 import { eventually, ownRedis, uniqueId } from "../support/harness.js";
 import { countWrites } from "../support/socket-writes.js";
 
@@ -20,6 +22,18 @@ afterEach(() => {
   for (const c of clients.splice(0)) c.disconnect();
 });
 
+/** Pushes `ARGV[1]` on the list `KEYS[1]`: a script called as the service calls its own. */
+const PUSH = flatScript("pushIt", {
+  lua: "return redis.call('RPUSH', KEYS[1], ARGV[1])",
+  numberOfKeys: 1,
+});
+const push = (redis: Redis, key: string, value: string) =>
+  callScript(redis, PUSH, [key, value]) as Promise<number>;
+
+/** Answers PONG, writing nothing. */
+const PONG = flatScript("pong", { lua: "#!lua flags=no-writes\nreturn 'PONG'", numberOfKeys: 0 });
+const pong = (redis: Redis) => callScript(redis, PONG, []) as Promise<string>;
+
 /** A client of this file's Redis as the service makes it, ready. */
 async function client(): Promise<Redis> {
   const redis = connectRedis(server.url) as Redis;
@@ -28,26 +42,26 @@ async function client(): Promise<Redis> {
   return redis;
 }
 
-test("the commands of one turn leave in one write, in order, each answered", async () => {
+test("the script calls of one turn leave in one write, in order, each answered", async () => {
   const redis = await client();
   const key = uniqueId("batch");
   const counter = countWrites(redis.stream as Socket);
   const replies = await Promise.all(
-    Array.from({ length: COMMANDS_PER_WRITE }, (_, i) => redis.rpush(key, String(i))),
+    Array.from({ length: COMMANDS_PER_WRITE }, (_, i) => push(redis, key, String(i))),
   );
   expect(counter.writes).toBe(1);
   expect(replies).toEqual(Array.from({ length: COMMANDS_PER_WRITE }, (_, i) => i + 1));
   await redis.del(key);
 });
 
-test("a turn of many commands writes them eight to a write, so Redis starts before the turn ends", async () => {
+test("a turn of many script calls writes them eight to a write, so Redis starts before the turn ends", async () => {
   const redis = await client();
   const key = uniqueId("batch");
   const counter = countWrites(redis.stream as Socket);
   const atEachWrite: number[] = [];
   const replies = await Promise.all(
     Array.from({ length: 50 }, (_, i) => {
-      const reply = redis.rpush(key, String(i));
+      const reply = push(redis, key, String(i));
       atEachWrite.push(counter.writes);
       return reply;
     }),
@@ -61,7 +75,7 @@ test("a turn of many commands writes them eight to a write, so Redis starts befo
   await redis.del(key);
 });
 
-test("a turn's commands after a reconnection leave in one write too", async () => {
+test("a turn's script calls after a reconnection leave in one write too", async () => {
   const redis = await client();
   const first = redis.stream;
   const id = await redis.client("ID");
@@ -69,31 +83,35 @@ test("a turn's commands after a reconnection leave in one write too", async () =
   await killer.client("KILL", "ID", String(id));
   await eventually(async () => redis.status === "ready" && redis.stream !== first);
   const counter = countWrites(redis.stream as Socket);
-  const replies = await Promise.all(Array.from({ length: 8 }, () => redis.ping()));
+  const replies = await Promise.all(Array.from({ length: 8 }, () => pong(redis)));
   expect(replies).toEqual(Array.from({ length: 8 }, () => "PONG"));
   expect(counter.writes).toBe(1);
 });
 
 /** A script that keeps Redis busy for about a second. */
-const BUSY = `local t = redis.call('TIME')
+const BUSY = flatScript("busy", {
+  numberOfKeys: 0,
+  lua: `#!lua flags=no-writes
+local t = redis.call('TIME')
 local until_us = t[1] * 1000000 + t[2] + 1000000
 repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] >= until_us
-return 1`;
+return 1`,
+});
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-test("a turn's commands go out while an earlier turn's are still unanswered", async () => {
+test("a turn's script calls go out while an earlier turn's are still unanswered", async () => {
   const redis = await client();
   const counter = countWrites(redis.stream as Socket);
   let slowDone = false;
-  const slow = redis.eval(BUSY, 0).then((v) => {
+  const slow = callScript(redis, BUSY, []).then((v) => {
     slowDone = true;
     return v;
   });
   await sleep(50);
-  const fast = redis.ping();
+  const fast = pong(redis);
   await sleep(50);
-  // ioredis's auto-pipelining would hold the PING back until the script's answer.
+  // ioredis's auto-pipelining would hold the second call back until the first's answer.
   expect(slowDone).toBe(false);
   expect(counter.writes).toBe(2);
   expect(await slow).toBe(1);
