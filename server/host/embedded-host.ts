@@ -125,7 +125,7 @@ export class EmbeddedChatHost implements ChatHost {
 
   /**
    * A session from its record (`hostKeys(id).session`), as a script that reads it with
-   * other keys of the session's slot answers it (store/start-steps.ts `beginStart`).
+   * other keys of the session's slot answers it (store/start-steps.ts `StartSteps.begin`).
    */
   sessionOf(record: Uint8Array): Session {
     return fromBinary(SessionSchema, record);
