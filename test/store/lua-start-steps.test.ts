@@ -10,6 +10,7 @@ import {
   startLockKey,
   startResultChannel,
 } from "../../server/store/keys.js";
+import { runScript } from "../../server/store/run-script.js";
 import { settleArgs } from "../../server/store/script-replies.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { eventually, redisClient, uniqueId } from "../support/harness.js";
@@ -127,7 +128,9 @@ describe("settleStart-5.lua", () => {
     const c = await chatWithOffer("ws-start");
     await redis.set(c.lock, "tok-1", "PX", 10_000);
     const keys = sessionKeys(c.sessionId);
-    const raw = await redis.settleStart(
+    const raw = await runScript(
+      redis,
+      "settleStart",
       keys.log,
       keys.projection,
       keys.changes,
