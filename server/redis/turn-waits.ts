@@ -2,6 +2,9 @@ import type { Socket } from "node:net";
 import type { Redis } from "ioredis";
 import { Command } from "ioredis";
 
+/** The options of an ioredis `Command` (its reply's encoding, above all). */
+type CommandOptions = ConstructorParameters<typeof Command>[2];
+
 /**
  * How many replicas must hold a write before it is acknowledged (`REDIS_WAIT_REPLICAS`),
  * and how long Redis waits for them (`REDIS_WAIT_TIMEOUT_MS`).
@@ -186,6 +189,27 @@ export class WaitCall extends Command {
 
   override toWritable(socket: object): string | Buffer {
     this.turns.writing(socket, this.place);
+    return super.toWritable(socket);
+  }
+}
+
+/**
+ * A command of the service other than a script call or a WAIT (the embedded host's read
+ * of a session, which every SuggestTask makes): held with its turn's others on the
+ * connection it is written to (`TurnWrites.writing`), as they are.
+ */
+export class TurnCommand extends Command {
+  constructor(
+    private readonly turns: TurnWrites | undefined,
+    name: string,
+    args: (string | Buffer | number)[],
+    options?: CommandOptions,
+  ) {
+    super(name, args, options);
+  }
+
+  override toWritable(socket: object): string | Buffer {
+    this.turns?.writing(socket);
     return super.toWritable(socket);
   }
 }

@@ -1,9 +1,11 @@
 import type { Socket } from "node:net";
 import type { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { EmbeddedChatHost } from "../../server/host/embedded-host.js";
 import { connectRedis } from "../../server/redis/redis-client.js";
 import { callScript, flatScript } from "../../server/redis/script-call.js";
 import { COMMANDS_PER_WRITE } from "../../server/redis/turn-waits.js";
+import { hostKeys } from "../../server/store/keys.js";
 import { eventually, ownRedis, uniqueId } from "../support/harness.js";
 import { countWrites } from "../support/socket-writes.js";
 
@@ -52,6 +54,23 @@ test("the script calls of one turn leave in one write, in order, each answered",
   expect(counter.writes).toBe(1);
   expect(replies).toEqual(Array.from({ length: COMMANDS_PER_WRITE }, (_, i) => i + 1));
   await redis.del(key);
+});
+
+test("the embedded host's session reads join the turn's script calls in one write", async () => {
+  const redis = await client();
+  const host = new EmbeddedChatHost(redis);
+  const sessionId = uniqueId("sess");
+  await host.putSession({ sessionId, workspaceId: "" });
+  const key = uniqueId("batch");
+  const counter = countWrites(redis.stream as Socket);
+  const [sessions, pushed] = await Promise.all([
+    Promise.all(Array.from({ length: 4 }, () => host.findSession(sessionId))),
+    Promise.all(Array.from({ length: 4 }, (_, i) => push(redis, key, String(i)))),
+  ]);
+  expect(counter.writes).toBe(1);
+  expect(sessions.map((s) => s?.sessionId)).toEqual([sessionId, sessionId, sessionId, sessionId]);
+  expect(pushed).toEqual([1, 2, 3, 4]);
+  await redis.del(key, hostKeys(sessionId).session);
 });
 
 test("a turn of many script calls writes them eight to a write, so Redis starts before the turn ends", async () => {
