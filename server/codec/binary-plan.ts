@@ -38,6 +38,7 @@ export interface Plan {
 }
 
 /** Compiled plans; `null` for a schema this writer leaves to `toBinary`. */
+// A side table of plans, derived from each (immutable) schema only.
 const plans = new WeakMap<DescMessage, Plan | null>();
 
 const WIRE_VARINT = 0;

@@ -24,6 +24,8 @@ import {
 } from "../../gen/oda/suggest/v1/chat_host_pb.js";
 import { encodeBinary } from "../codec/binary-encoding.js";
 import { requireId } from "../domain/ids.js";
+import { turnsOf } from "../redis/redis-client.js";
+import { TurnCommand } from "../redis/turn-waits.js";
 import { confirmAfter, NotedCommand } from "../redis/write-confirm.js";
 import { hostKeys } from "../store/keys.js";
 import { runScript } from "../store/run-script.js";
@@ -50,7 +52,13 @@ export class EmbeddedChatHost implements ChatHost {
   constructor(
     readonly redis: Redis | Cluster,
     readonly retentionMs = 0,
-  ) {}
+  ) {
+    const { keyPrefix } = redis.options;
+    this.#read = Object.freeze({ replyEncoding: null, ...(keyPrefix ? { keyPrefix } : {}) });
+  }
+
+  /** How a session's record is read: as bytes, under the client's key prefix, if any. */
+  readonly #read: { readonly replyEncoding: null; readonly keyPrefix?: string };
 
   /** The expiry a record is written with: `PX <retention>`, or none. */
   get #expiry(): ["PX", number] | [] {
@@ -115,17 +123,15 @@ export class EmbeddedChatHost implements ChatHost {
     // Read by every offer of the chat: with a retention, the read renews the record, so
     // that it lives as long as the chat's suggestions (GETEX).
     const key = hostKeys(sessionId).session;
-    const bytes = await this.call(() =>
-      this.retentionMs > 0
-        ? this.redis.getexBuffer(key, "PX", this.retentionMs)
-        : this.redis.getBuffer(key),
-    );
+    const name = this.retentionMs > 0 ? "getex" : "get";
+    const read = new TurnCommand(turnsOf(this.redis), name, [key, ...this.#expiry], this.#read);
+    const bytes = await this.call(() => this.redis.sendCommand(read) as Promise<Buffer | null>);
     return bytes === null ? undefined : this.sessionOf(bytes);
   }
 
   /**
    * A session from its record (`hostKeys(id).session`), as a script that reads it with
-   * other keys of the session's slot answers it (store/start-steps.ts `beginStart`).
+   * other keys of the session's slot answers it (store/start-steps.ts `StartSteps.begin`).
    */
   sessionOf(record: Uint8Array): Session {
     return fromBinary(SessionSchema, record);

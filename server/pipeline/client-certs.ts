@@ -29,6 +29,7 @@ export const clientIdentityKey = createContextKey<ClientIdentity | undefined>(un
 });
 
 /** The identity of each TLS connection, read once per connection. */
+// A side table of identities, derived from each connection's peer certificate only.
 const identities = new WeakMap<object, ClientIdentity | undefined>();
 
 /**

@@ -1,9 +1,8 @@
-import type { Socket } from "node:net";
 import type { ConnectionOptions } from "node:tls";
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
 import { type SentinelCredentials, sentinelOptions } from "./redis-sentinel.js";
 import { parseRedisUrl, type RedisTarget } from "./redis-url.js";
-import { confirmsPerTurn, sendOwedWait } from "./turn-waits.js";
+import { TurnWrites } from "./turn-waits.js";
 
 /** The service's Redis: one server, or a Redis Cluster; both run the same scripts. */
 export type RedisClient = Redis | Cluster;
@@ -17,7 +16,7 @@ export type RedisClient = Redis | Cluster;
  * the answer watch's (redis/answer-watch.ts). Commands that were sent but not answered are re-sent
  * after a reconnect (ioredis's default); every script is idempotent for that reason.
  * No auto-pipelining: the connection's writes are batched per event-loop turn instead
- * (`batchWritesPerTurn`).
+ * (redis/turn-waits.ts `TurnWrites`).
  */
 export const defaultRedisOptions: Readonly<RedisOptions> = Object.freeze({
   maxRetriesPerRequest: 1,
@@ -85,18 +84,17 @@ export function connectRedis(url: string, access: RedisAccess = {}): RedisClient
   if (target.kind !== "cluster") {
     const client =
       target.kind === "sentinel"
-        ? new Redis({
+        ? new ServiceRedis({
             ...defaultRedisOptions,
             ...sentinelOptions(target, access, tlsOf(target, access)),
           })
         : target.socket === undefined
-          ? new Redis(url, { ...defaultRedisOptions })
-          : new Redis({ ...defaultRedisOptions, path: target.socket });
-    batchWritesPerTurn(client);
+          ? new ServiceRedis(url, { ...defaultRedisOptions })
+          : new ServiceRedis({ ...defaultRedisOptions, path: target.socket });
     return client;
   }
   const tls = tlsOf(target, access);
-  const client = new Cluster(
+  const client = new ServiceCluster(
     target.seeds.map((s) => ({ ...s })),
     {
       ...defaultClusterOptions,
@@ -108,70 +106,39 @@ export function connectRedis(url: string, access: RedisAccess = {}): RedisClient
       },
     },
   );
-  client.on("+node", (node: Redis) => batchWritesPerTurn(node));
   holdCallsOnlyUntilReady(client);
   return client;
 }
 
-/**
- * Every connection of `client`, the first and each after a reconnection, writes the
- * commands of one event-loop turn together: its socket is corked at the turn's first
- * write and uncorked once the turn's I/O is done (`setImmediate`), so the turn's
- * commands leave in one `writev` (or one for every COMMANDS_PER_WRITE of them).
- * ioredis's auto-pipelining batches the same way but sends a connection's next batch
- * only once Redis has answered the last one, so with `appendfsync always` every call
- * waited for the fsync of the batch before its own; here the batches follow one another
- * and Redis answers each as it comes. Measured with `npm run bench`
- * (docs/performance.md, "Choices the figures rest on"): Get and SuggestTask made more calls a second for less
- * CPU each; settle and Start moved within the noise. Order is kept (a cork only holds
- * writes back), and the commands a turn writes after the socket closed are ioredis's to
- * retry, as before. Pinned by test/redis/write-batching.test.ts and
- * test/cluster/cluster-write-batching.test.ts.
- */
-export function batchWritesPerTurn(client: Redis): void {
-  client.on("connect", () => corkEachTurn(client, client.stream as Socket));
+/** A standalone Redis as the service makes it: its writes leave once a turn (`turns`). */
+class ServiceRedis extends Redis {
+  readonly turns = new TurnWrites();
+
+  constructor(...args: [url: string, options: RedisOptions] | [options: RedisOptions]) {
+    super(...(args as [string, RedisOptions]));
+    this.on("connect", () => this.turns.connected(this));
+  }
+}
+
+/** A Redis Cluster as the service makes it: each node's writes leave once a turn (`turns`). */
+class ServiceCluster extends Cluster {
+  readonly turns = new TurnWrites();
+
+  constructor(...args: ConstructorParameters<typeof Cluster>) {
+    super(...args);
+    this.on("+node", (node: Redis) => node.on("connect", () => this.turns.connected(node)));
+  }
 }
 
 /**
- * The most commands one write carries. A turn that answers many replies at once (64
- * calls in flight, each a step further) would otherwise write all its next steps at the
- * turn's end, while Redis sits idle, then wait idle itself while Redis runs them all: the
- * two take turns instead of working side by side. Eight to a write lets Redis start on
- * the first while the turn goes on. Measured with `npm run bench`
- * (docs/performance.md, "Choices the figures rest on"): SuggestTask and the
- * settles made about a third more calls a second, for less server CPU each.
+ * The writes of `client`'s connections (redis/turn-waits.ts): the client's own, made by
+ * `connectRedis`; undefined for a client made otherwise, whose writes leave as ioredis
+ * writes them.
  */
-export const COMMANDS_PER_WRITE = 8;
-
-/**
- * Corks `socket` (the stream of `connection`) each turn; before it uncorks, the WAIT the
- * turn's confirmed writes owe joins them, unless one is out already
- * (redis/turn-waits.ts `sendOwedWait`).
- */
-function corkEachTurn(connection: Redis, socket: Socket): void {
-  const write = socket.write;
-  let corked = false;
-  let held = 0;
-  confirmsPerTurn(socket);
-  const uncork = () => {
-    sendOwedWait(connection, socket);
-    corked = false;
-    socket.uncork();
-  };
-  socket.write = function (this: Socket, ...args: Parameters<Socket["write"]>) {
-    if (!corked) {
-      corked = true;
-      held = 0;
-      socket.cork();
-      setImmediate(uncork);
-    } else if (held === COMMANDS_PER_WRITE) {
-      held = 0;
-      socket.uncork();
-      socket.cork();
-    }
-    held++;
-    return write.apply(this, args);
-  } as Socket["write"];
+export function turnsOf(client: RedisClient): TurnWrites | undefined {
+  return client instanceof ServiceRedis || client instanceof ServiceCluster
+    ? client.turns
+    : undefined;
 }
 
 /**

@@ -1,14 +1,15 @@
 import { hash } from "node:crypto";
 import { Command } from "ioredis";
-import type { RedisClient } from "./redis-client.js";
+import { type RedisClient, turnsOf } from "./redis-client.js";
 import { storeCondition } from "./store-condition.js";
+import type { TurnWrites } from "./turn-waits.js";
 import {
   confirmAfter,
   confirmation,
   notedLast,
   noteTracked,
   type TrackedWrite,
-  trackWrite,
+  trackedWrite,
   writeConfirmation,
 } from "./write-confirm.js";
 
@@ -70,6 +71,8 @@ class ScriptCall extends Command {
   constructor(
     readonly script: ScriptBody,
     rest: readonly Arg[],
+    /** The writes of its client's connections, which hold it with its turn's others. */
+    readonly turns: TurnWrites | undefined,
     /** Where it was last written, when its writes wait for replicas (write-confirm.ts). */
     readonly tracked: TrackedWrite | undefined,
     /** Sent in full whatever the connection's mark says (the last try after NOSCRIPTs). */
@@ -86,6 +89,7 @@ class ScriptCall extends Command {
     const mark = script.sentOn.get(socket);
     this.#socket = socket;
     if (this.tracked !== undefined) noteTracked(this.tracked, socket);
+    else this.turns?.writing(socket);
     if (mark === undefined || this.whole) {
       this.#mark = ++script.marks;
       script.sentOn.set(socket, this.#mark);
@@ -163,8 +167,8 @@ function send(
   rest: readonly Arg[],
   tries = 3,
 ): Promise<unknown> {
-  const setting = script.records ? writeConfirmation(client) : undefined;
-  const call = new ScriptCall(script, rest, setting && trackWrite(setting), tries === 1);
+  const tracked = script.records ? trackedWrite(client) : undefined;
+  const call = new ScriptCall(script, rest, turnsOf(client), tracked, tries === 1);
   call.promise = call.promise.catch((err: Error) => {
     if (!err.message.includes("NOSCRIPT")) {
       // Sent in full and refused (out of memory refuses a writing script before Redis

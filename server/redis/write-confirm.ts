@@ -1,5 +1,5 @@
 import { type ChainableCommander, Command } from "ioredis";
-import type { RedisClient } from "./redis-client.js";
+import { type RedisClient, turnsOf } from "./redis-client.js";
 import { storeCondition, WriteNotConfirmedError } from "./store-condition.js";
 import {
   NotedCommand,
@@ -8,26 +8,32 @@ import {
   trackWrite,
   WaitCall,
   type WriteConfirmation,
-  type WritePlace,
 } from "./turn-waits.js";
 
 export type { TrackedWrite, WriteConfirmation } from "./turn-waits.js";
 export { NotedCommand, noteTracked, trackWrite } from "./turn-waits.js";
 
-const confirmations = new WeakMap<RedisClient, WriteConfirmation>();
-
 /**
  * Makes every write of `client` (script calls, `confirmAfter`) wait for `setting.replicas`
- * replicas; 0 leaves writes as they are, with no WAIT sent at all.
+ * replicas; 0 leaves writes as they are, with no WAIT sent at all. `client` must be one
+ * `connectRedis` made (redis-client.ts), whose connections note where each write goes.
  */
 export function confirmWrites(client: RedisClient, setting: WriteConfirmation): void {
-  if (setting.replicas > 0) confirmations.set(client, setting);
-  else confirmations.delete(client);
+  const turns = turnsOf(client);
+  if (turns === undefined) throw new Error("writes are confirmed only on a client of connectRedis");
+  turns.confirmation = setting.replicas > 0 ? setting : undefined;
 }
 
 /** The confirmation `client`'s writes wait for; undefined when none (the default). */
 export function writeConfirmation(client: RedisClient): WriteConfirmation | undefined {
-  return confirmations.get(client);
+  return turnsOf(client)?.confirmation;
+}
+
+/** A write of `client` to track, when its writes wait for replicas. */
+export function trackedWrite(client: RedisClient): TrackedWrite | undefined {
+  const turns = turnsOf(client);
+  const setting = turns?.confirmation;
+  return turns === undefined || setting === undefined ? undefined : trackWrite(turns, setting);
 }
 
 /**
@@ -35,8 +41,8 @@ export function writeConfirmation(client: RedisClient): WriteConfirmation | unde
  * that was not written at once (held while a connection opens), and for one that no
  * owed WAIT followed (`confirmed`).
  */
-function sendWait(client: RedisClient, setting: WriteConfirmation, slot: number): SentWait {
-  const call = new WaitCall(setting, slot);
+function sendWait(client: RedisClient, write: TrackedWrite, slot: number): SentWait {
+  const call = new WaitCall(write.turns, write.setting, slot);
   const acks = client.sendCommand(call) as Promise<number>;
   // Read by `confirmed`, or not at all when the write itself failed.
   acks.catch(() => undefined);
@@ -54,10 +60,10 @@ export function confirmation(
   slot: number,
   write: TrackedWrite,
 ): () => Promise<void> {
-  const own = write.turn === undefined ? sendWait(client, write.setting, slot) : undefined;
+  const own = write.turn === undefined ? sendWait(client, write, slot) : undefined;
   return async () => {
     try {
-      await confirmed(client, write.setting, slot, write.place, [write.turn, own]);
+      await confirmed(client, write, slot, [write.turn, own]);
     } catch (err) {
       storeCondition(client).failed(err);
       throw err;
@@ -77,11 +83,11 @@ export function confirmation(
  */
 async function confirmed(
   client: RedisClient,
-  setting: WriteConfirmation,
+  tracked: TrackedWrite,
   slot: number,
-  write: WritePlace,
   waits: readonly (SentWait | undefined)[],
 ): Promise<void> {
+  const { setting, place: write } = tracked;
   const follows = (wait: SentWait | undefined) =>
     wait !== undefined && wait.place.socket === write.socket && wait.place.at > write.at;
   for (let attempt = 0; attempt < 2; attempt++) {
@@ -94,7 +100,7 @@ async function confirmed(
       throw new WriteNotConfirmedError(setting.replicas, acks);
     }
     if (attempt === 1) break;
-    waits = [sendWait(client, setting, slot)];
+    waits = [sendWait(client, tracked, slot)];
   }
   throw new WriteNotConfirmedError(setting.replicas, -1);
 }
@@ -128,8 +134,7 @@ export async function confirmAfter<T>(
   key: string,
   write: (tracked: TrackedWrite | undefined) => Promise<T>,
 ): Promise<T> {
-  const setting = confirmations.get(client);
-  const tracked = setting === undefined ? undefined : trackWrite(setting);
+  const tracked = trackedWrite(client);
   const result = write(tracked);
   // Noted on the failure path only: a refusal counts, a disk refusal makes a problem.
   result.catch((err: unknown) => storeCondition(client).failed(err));

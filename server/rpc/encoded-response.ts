@@ -5,6 +5,7 @@ import { encodeBinary } from "../codec/binary-encoding.js";
 import { withEncoding } from "../codec/encoded-message.js";
 
 /** Each suggestion object's encoding, made once; gone with the object. */
+// A side table of each suggestion's bytes, derived from that (never changed) suggestion only.
 const suggestionBytes = new WeakMap<Suggestion, Uint8Array>();
 
 /**

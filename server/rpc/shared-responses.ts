@@ -21,6 +21,7 @@ import type { SuggestionLists } from "../domain/fold.js";
  * `frameOf` reuses the bytes of a frozen message), whichever call sends it.
  */
 
+// Side tables of frozen responses, derived from each frozen version (or suggestion) only.
 const lists = new WeakMap<SuggestionLists, ListSuggestionsResponse>();
 const watches = new WeakMap<SuggestionLists, WatchSuggestionsResponse>();
 const gets = new WeakMap<Suggestion, GetSuggestionResponse>();

@@ -8,7 +8,7 @@ import type { ChatHost } from "../host/chat-host.js";
 import type { EmbeddedChatHost } from "../host/embedded-host.js";
 import { embeddedChatId } from "../host/embedded-ids.js";
 import type { HeldStartLock } from "../store/held-start-lock.js";
-import { abandonStart, type StartSettled, settleStart } from "../store/start-steps.js";
+import type { StartSettled } from "../store/start-steps.js";
 import type { SuggestionStore } from "../store/suggestion-store.js";
 import { foundSuggestion, storeCall, suggestionError } from "./errors.js";
 import { createdChat, postBrief, refusedChat } from "./start-host-calls.js";
@@ -59,7 +59,7 @@ export async function startHeld(
     let settled: StartSettled;
     try {
       settled = await storeCall(() =>
-        settleStart(deps.store, sessionId, suggestionId, chat, lock.token),
+        deps.store.start.settle(sessionId, suggestionId, chat, lock.token),
       );
     } catch (err) {
       // The host's own failure, when the step failed for want of the chat.
@@ -108,7 +108,7 @@ export async function startHeld(
 /**
  * Ends a Start that failed before any chat could exist: the `starting` record it
  * appended, if it did (`appended`), is abandoned while it still holds the lock, and the
- * lock is released (store/start-steps.ts `abandonStart`), so that the next Start is
+ * lock is released (store/start-steps.ts `StartSteps.abandon`), so that the next Start is
  * fixed with its own options rather than those of one that created nothing. Options an
  * earlier holder fixed stay (it may have created the chat with them). A failure here
  * leaves the lock to lapse (test/rpc/start-abandoned.test.ts).
@@ -124,9 +124,9 @@ export async function endFailedStart(
     await lock.release("released").catch(() => false);
     return;
   }
-  await abandonStart(store, sessionId, suggestionId, lock, appended).catch(() =>
-    lock.release("released").catch(() => false),
-  );
+  await store.start
+    .abandon(sessionId, suggestionId, lock, appended)
+    .catch(() => lock.release("released").catch(() => false));
 }
 
 /**

@@ -6,7 +6,7 @@ import { SuggestionErrorCode } from "../domain/failures.js";
 import { type ChosenOptions, permissionAbove } from "../domain/start-options.js";
 import type { HeldStartLock } from "../store/held-start-lock.js";
 import { newLockToken, type StartLocks } from "../store/start-locks.js";
-import { beginStart, type StartBegun } from "../store/start-steps.js";
+import type { StartBegun } from "../store/start-steps.js";
 import { foundSuggestion, hostCall, storeCall, suggestionError } from "./errors.js";
 import type { StartFlight } from "./start-flights.js";
 import { endFailedStart, type HolderDeps, startHeld } from "./start-held.js";
@@ -22,7 +22,7 @@ export interface StartDeps extends HolderDeps {
 
 /**
  * One Start, in the contract's order (start-suggestion.ts `startSuggestion`). The first
- * step is one script (store/start-steps.ts `beginStart`): the suggestion, its lock when
+ * step is one script (store/start-steps.ts `StartSteps.begin`): the suggestion, its lock when
  * it is open, and the embedded host's session record; a remote host is asked for the
  * session first. Then, until the offer is started or refused: the holder starts it
  * (start-held.ts), a waiter waits for the lock's holder and reads the offer again.
@@ -43,8 +43,7 @@ export async function startOnce(
   const token = newLockToken();
   const begin = (lockToken: string) =>
     storeCall(() =>
-      beginStart(
-        deps.store,
+      deps.store.start.begin(
         sessionId,
         suggestionId,
         { token: lockToken, ttlMs: locks.settings.ttlMs },
@@ -144,7 +143,7 @@ async function beginAgain(
 }
 
 /**
- * The permission is checked before the options can be fixed (beginStart): against the
+ * The permission is checked before the options can be fixed (`StartSteps.begin`): against the
  * remote host's session, or the embedded host's, read first only when one is chosen.
  */
 async function checkPermissionFirst(

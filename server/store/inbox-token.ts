@@ -59,6 +59,32 @@ export async function announced<T>(
   }
 }
 
+/** What knows the workspace of an offer this instance read (lists-cache.ts `workspaceOf`). */
+export interface OfferWorkspaces {
+  workspaceOf(sessionId: string, suggestionId: string): string | undefined;
+}
+
+/**
+ * `announced` for a settlement of `suggestionId`. A settlement changes the inbox of its
+ * offer's workspace, so its chat is announced there first, as an offer's is: the script
+ * refuses a settlement of an offer of a workspace without a fresh token of that
+ * workspace and names it (status 5), and it is sent again after the announcement. Offers
+ * of no workspace settle in one call, and so do those whose workspace `known` holds
+ * (test/store/settle-workspace-guess.test.ts).
+ */
+export function settlementAnnounced<T>(
+  inbox: Announcer,
+  known: OfferWorkspaces,
+  sessionId: string,
+  suggestionId: string,
+  run: (at: InboxToken) => Promise<T | Fenced>,
+): Promise<T> {
+  // The offer's workspace as this instance last read it, if it did: a guess that saves
+  // the refused first try; the script checks it (a token of another workspace is none).
+  const guess = known.workspaceOf(sessionId, suggestionId) ?? "";
+  return announced(inbox, guess, sessionId, run);
+}
+
 function isFenced(value: unknown): value is Fenced {
   return typeof value === "object" && value !== null && "fenced" in value;
 }

@@ -82,7 +82,8 @@ function inlineScripts(text: string, dir: URL, depth = 0): string {
   });
 }
 
-let cached: readonly ScriptSource[] | undefined;
+/** The service's scripts, read from `lua/` as the module loads: they do not change after. */
+const SERVICE_SCRIPTS: readonly ScriptSource[] = Object.freeze(loadScripts());
 
 /**
  * A client of the Redis that `url` names with every script of the service defined on
@@ -103,8 +104,7 @@ export function createRedisClient(
 
 /** The service's scripts, read once per process (`loadScripts`). */
 export function serviceScripts(): readonly ScriptSource[] {
-  cached ??= loadScripts();
-  return cached;
+  return SERVICE_SCRIPTS;
 }
 
 /**

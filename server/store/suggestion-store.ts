@@ -11,7 +11,13 @@ import {
   withdrawOffer,
 } from "./agent-settlements.js";
 import { type ErasureReport, eraseChat } from "./chat-erasure.js";
-import { announced, type Fenced, type InboxToken, NO_TOKEN } from "./inbox-token.js";
+import {
+  announced,
+  type Fenced,
+  type InboxToken,
+  NO_TOKEN,
+  settlementAnnounced,
+} from "./inbox-token.js";
 import { sessionKeys } from "./keys.js";
 import { ListsCache, type ListsSnapshot } from "./lists-cache.js";
 import { runScript } from "./run-script.js";
@@ -25,6 +31,7 @@ import {
   settleOutcome,
 } from "./script-replies.js";
 import type { ScriptReply } from "./scripts.js";
+import { StartSteps } from "./start-steps.js";
 import { SuggestionReads } from "./suggestion-reads.js";
 import { WorkspaceInbox } from "./workspace-inbox.js";
 
@@ -40,6 +47,10 @@ export class SuggestionStore {
   readonly inbox: WorkspaceInbox;
   /** What this instance last read of each session, by version (lists-cache.ts). */
   readonly cache: ListsCache;
+  /** StartSuggestion's steps on this store's sessions (start-steps.ts). */
+  readonly start: StartSteps;
+  /** How this store reads its sessions, through `cache` (suggestion-reads.ts). */
+  readonly #reads: SuggestionReads;
 
   /**
    * @param inbox the inbox to announce in; tests pass one that fails between steps.
@@ -47,8 +58,6 @@ export class SuggestionStore {
    * @param retentionMs how long every key of a chat lives after its last write
    *   (RETENTION_DAYS); 0, the default: for ever.
    */
-  /** How this store reads its sessions, through `cache` (suggestion-reads.ts). */
-  readonly #reads: SuggestionReads;
 
   constructor(
     readonly redis: Redis | Cluster,
@@ -59,6 +68,7 @@ export class SuggestionStore {
     this.inbox = inbox ?? new WorkspaceInbox(redis);
     this.cache = cache;
     this.#reads = new SuggestionReads(redis, cache);
+    this.start = new StartSteps({ redis, inbox: this.inbox, reads: this.#reads, retentionMs });
   }
 
   /**
@@ -194,22 +204,13 @@ export class SuggestionStore {
     });
   }
 
-  /**
-   * A settlement changes the inbox of its offer's workspace, so its chat is announced
-   * there first, as an offer's is: the script refuses a settlement of an offer of a
-   * workspace without a fresh token of that workspace and names it (status 5), and it is
-   * sent again after the announcement. Offers of no workspace settle in one call, and so
-   * do those whose workspace the lists cache knows (test/store/settle-workspace-guess.test.ts).
-   */
-  async announcedSettle<T>(
+  /** `settlementAnnounced` (store/inbox-token.ts) in this store's inbox, by its cache. */
+  announcedSettle<T>(
     sessionId: string,
     suggestionId: string,
     run: (at: InboxToken) => Promise<T | Fenced>,
   ): Promise<T> {
-    // The offer's workspace as this instance last read it, if it did: a guess that saves
-    // the refused first try; the script checks it (a token of another workspace is none).
-    const guess = this.cache.workspaceOf(sessionId, suggestionId) ?? "";
-    return announced(this.inbox, guess, sessionId, run);
+    return settlementAnnounced(this.inbox, this.cache, sessionId, suggestionId, run);
   }
 
   /** withdraw_suggestion's atomic step (`withdrawOffer`, lua/withdraw-3.lua). */

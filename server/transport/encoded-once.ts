@@ -10,6 +10,7 @@ import { allocate, copied, encodeBinary, varintSize } from "../codec/binary-enco
  * nothing of what the messages are.
  */
 
+// Side tables of bytes and frames, derived from each frozen message only.
 const bytesOf = new WeakMap<object, Uint8Array>();
 const frames = new WeakMap<object, Buffer>();
 
@@ -25,6 +26,7 @@ interface Parts {
   readonly fields: readonly DescField[];
   readonly all: boolean;
 }
+// A side table of each schema's parts, derived from the schema only.
 const partsOf = new WeakMap<DescMessage, Parts>();
 
 /** A message field, or a list of messages, in the length-delimited encoding. */

@@ -7,8 +7,6 @@ import {
 } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError } from "@connectrpc/connect";
 
-let configured = false;
-
 /**
  * UTF-8 encoding of a string as protobuf-es's binary writer asks for it, one call per
  * string field written. `Buffer.from` gives the same bytes as `TextEncoder.encode` (a
@@ -28,13 +26,13 @@ export function encodeUtf8(text: string): Uint8Array<ArrayBuffer> {
  * unchanged: a request's text that is not valid UTF-8 is found by `refusalOf` on the
  * request's bytes, never by changing how protobuf-es decodes, so clients in the same
  * process (a Connect client, the remote chat host's client) decode as protobuf-es does.
- * Idempotent; called once by `startSuggestServer` (server/server.ts). Pinned by
- * test/transport/text-encoding.test.ts and test/e2e/utf8-scope.test.ts.
+ * Idempotent (protobuf-es's setting says whether it is done); called by
+ * `startSuggestServer` (server/server.ts). Pinned by test/transport/text-encoding.test.ts
+ * and test/e2e/utf8-scope.test.ts.
  */
 export function configureProtobufText(): void {
-  if (configured) return;
-  configured = true;
   const base = getTextEncoding();
+  if (base.encodeUtf8 === encodeUtf8) return;
   configureTextEncoding({ encodeUtf8, checkUtf8: base.checkUtf8, decodeUtf8: base.decodeUtf8 });
 }
 

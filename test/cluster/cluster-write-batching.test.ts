@@ -1,9 +1,17 @@
 import type { Socket } from "node:net";
 import type { Cluster } from "ioredis";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { COMMANDS_PER_WRITE, connectRedis } from "../../server/redis/redis-client.js";
+import { connectRedis } from "../../server/redis/redis-client.js";
+import { callScript, flatScript } from "../../server/redis/script-call.js";
+import { COMMANDS_PER_WRITE } from "../../server/redis/turn-waits.js";
 import { sharedRedisUrl, uniqueId } from "../support/harness.js";
 import { countWrites } from "../support/socket-writes.js";
+
+/** Sets `KEYS[1]` to `ARGV[1]`: a script called as the service calls its own. */
+const SET = flatScript("setIt", {
+  lua: "return redis.call('SET', KEYS[1], ARGV[1])",
+  numberOfKeys: 1,
+});
 
 let cluster: Cluster;
 beforeAll(async () => {
@@ -12,7 +20,7 @@ beforeAll(async () => {
 });
 afterAll(() => cluster.disconnect());
 
-test("each node's connection writes one turn's commands for its slots eight to a write", async () => {
+test("each node's connection writes one turn's script calls for its slots eight to a write", async () => {
   const nodes = cluster.nodes("master");
   expect(nodes.length).toBe(3);
   await Promise.all(nodes.map((node) => node.ping()));
@@ -26,7 +34,9 @@ test("each node's connection writes one turn's commands for its slots eight to a
     held.set(owner, (held.get(owner) as number) + 1);
   }
   const counters = nodes.map((node) => countWrites(node.stream as Socket));
-  const replies = await Promise.all(keys.map((key, i) => cluster.set(key, String(i))));
+  const replies = await Promise.all(
+    keys.map((key, i) => callScript(cluster, SET, [key, String(i)])),
+  );
   expect(replies).toEqual(keys.map(() => "OK"));
   expect([...held.values()].every((n) => n > COMMANDS_PER_WRITE)).toBe(true);
   expect(counters.map((c) => c.writes)).toEqual(

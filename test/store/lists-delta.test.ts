@@ -3,6 +3,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import type { Outcome } from "../../server/domain/settlement.js";
 import type { RedisClient } from "../../server/redis/redis-client.js";
 import { sessionKeys } from "../../server/store/keys.js";
+import { runScript } from "../../server/store/run-script.js";
 import type { ScriptReply } from "../../server/store/scripts.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { redisClient, uniqueId } from "../support/harness.js";
@@ -38,7 +39,7 @@ const newOffer = (id: string, turn: string) => ({
 /** The raw reply of a read against `have`. */
 function readAgainst(sessionId: string, have: string): Promise<ScriptReply> {
   const keys = sessionKeys(sessionId);
-  return redis.readLists(keys.log, keys.projection, have);
+  return runScript(redis, "readLists", keys.log, keys.projection, have);
 }
 
 test("one settlement after a read: the reply names that offer alone, and the lists are the log's", async () => {

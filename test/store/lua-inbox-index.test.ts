@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, test } from "vitest";
 import type { RedisClient } from "../../server/redis/redis-client.js";
 import { workspaceKeys } from "../../server/store/keys.js";
+import { runScript } from "../../server/store/run-script.js";
 import { redisClient, uniqueId } from "../support/harness.js";
 
 /*
@@ -18,10 +19,11 @@ function workspace() {
   const keys = workspaceKeys(uniqueId("ws"));
   const index = [keys.offers, keys.chats, keys.pending, keys.docs] as const;
   const announce = async (session: string, minimum = "0") =>
-    Number(await redis.announce(keys.chats, keys.pending, session, minimum));
-  const page = (after: string, limit: number) => redis.inboxPage(...index, after, String(limit));
+    Number(await runScript(redis, "announce", keys.chats, keys.pending, session, minimum));
+  const page = (after: string, limit: number) =>
+    runScript(redis, "inboxPage", ...index, after, String(limit));
   const put = (session: string, token: string, clear: boolean, ...members: string[]) =>
-    redis.inboxPut(...index, session, token, clear ? "1" : "0", ...members);
+    runScript(redis, "inboxPut", ...index, session, token, clear ? "1" : "0", ...members);
   return { keys, index, announce, page, put };
 }
 
@@ -67,7 +69,7 @@ describe("inboxPage-4.lua", () => {
   test("{ version } alone: the index unchanged since the version held, and no chat pending", async () => {
     const w = workspace();
     const held = (version: string) =>
-      redis.inboxPage(...w.index, "", "10", version) as Promise<unknown[]>;
+      runScript(redis, "inboxPage", ...w.index, "", "10", version) as Promise<unknown[]>;
     const token = String(await w.announce("chat-1"));
     // Pending: the whole page, whatever version is held.
     const pendingPage = await w.page("", 10);

@@ -2,6 +2,7 @@ import { afterAll, describe, expect, test } from "vitest";
 import type { RedisClient } from "../../server/redis/redis-client.js";
 import { subscriberConnection } from "../../server/redis/redis-client.js";
 import { workspaceChannelParts, workspaceKeys } from "../../server/store/keys.js";
+import { runScript } from "../../server/store/run-script.js";
 import { eventually, redisClient, uniqueId } from "../support/harness.js";
 import { luaSession } from "../support/lua-session.js";
 
@@ -24,7 +25,9 @@ type Entry = [string, string[]];
 function session() {
   const s = luaSession(redis);
   const withdraw = (title: string, call = "", token = "") =>
-    redis.withdraw(
+    runScript(
+      redis,
+      "withdraw",
       s.keys.log,
       s.keys.projection,
       s.keys.changes,
@@ -122,7 +125,7 @@ describe("withdraw-3.lua", () => {
     const ws = uniqueId("ws");
     await s.offer({ id: "a", title: "In a workspace", workspace: ws, token: "1" });
     expect(await s.withdraw("In a workspace")).toEqual([WITHDRAW.FENCED, 0, ws]);
-    await redis.inboxChat(s.keys.log, s.keys.projection, ws, "5");
+    await runScript(redis, "inboxChat", s.keys.log, s.keys.projection, ws, "5");
     expect(await s.withdraw("In a workspace", "w-1", "5")).toEqual([WITHDRAW.FENCED, 5, ws]);
     expect(await s.length()).toBe(1);
     expect((await s.withdraw("In a workspace", "w-1", "6"))[0]).toBe(WITHDRAW.WITHDRAWN);
@@ -133,7 +136,10 @@ describe("withdraw-3.lua", () => {
 describe("settlements-2.lua", () => {
   test("an empty log: no offers, no settlements", async () => {
     const s = session();
-    expect(await redis.settlements(s.keys.log, s.keys.projection, "")).toEqual([[], []]);
+    expect(await runScript(redis, "settlements", s.keys.log, s.keys.projection, "")).toEqual([
+      [],
+      [],
+    ]);
   });
 
   test("every settlement in log order, each with the index of its offer, each offer once", async () => {
@@ -144,7 +150,7 @@ describe("settlements-2.lua", () => {
     await s.settle("b", "drafted");
     await s.settle("a", "restored");
     const [offerA, offerB, dismissA, draftB, restoreA] = await s.entries();
-    expect(await redis.settlements(s.keys.log, s.keys.projection, "")).toEqual([
+    expect(await runScript(redis, "settlements", s.keys.log, s.keys.projection, "")).toEqual([
       [offerA, offerB],
       [
         [dismissA, 1],
@@ -164,7 +170,9 @@ describe("settlements-2.lua", () => {
     const [offerA, offerB, dismissA, draftB] = await s.entries();
     await s.settle("a", "restored");
     const restoreA = (await s.entries())[4];
-    expect(await redis.settlements(s.keys.log, s.keys.projection, dismissA?.[0] ?? "")).toEqual([
+    expect(
+      await runScript(redis, "settlements", s.keys.log, s.keys.projection, dismissA?.[0] ?? ""),
+    ).toEqual([
       [offerB, offerA],
       [
         [draftB, 1],
@@ -172,7 +180,10 @@ describe("settlements-2.lua", () => {
       ],
     ]);
     const last = restoreA?.[0] ?? "";
-    expect(await redis.settlements(s.keys.log, s.keys.projection, last)).toEqual([[], []]);
+    expect(await runScript(redis, "settlements", s.keys.log, s.keys.projection, last)).toEqual([
+      [],
+      [],
+    ]);
   });
 
   test("a settled record the fold did not accept is left out", async () => {
@@ -182,7 +193,7 @@ describe("settlements-2.lua", () => {
     await redis.xadd(s.keys.log, "*", "type", "settled", "id", "a", "outcome", "dismissed");
     await redis.xadd(s.keys.log, "*", "type", "settled", "id", "ghost", "outcome", "drafted");
     const [offerA, draftA] = await s.entries();
-    expect(await redis.settlements(s.keys.log, s.keys.projection, "")).toEqual([
+    expect(await runScript(redis, "settlements", s.keys.log, s.keys.projection, "")).toEqual([
       [offerA],
       [[draftA, 1]],
     ]);
@@ -193,7 +204,9 @@ describe("inboxChat-2.lua", () => {
   test("an empty log: { 0 }, and the fence is not taken", async () => {
     const s = session();
     const ws = uniqueId("ws");
-    expect(await redis.inboxChat(s.keys.log, s.keys.projection, ws, "9")).toEqual([0]);
+    expect(await runScript(redis, "inboxChat", s.keys.log, s.keys.projection, ws, "9")).toEqual([
+      0,
+    ]);
     expect(await redis.hget(s.keys.projection, `f:${ws}`)).toBeNull();
   });
 
@@ -206,9 +219,17 @@ describe("inboxChat-2.lua", () => {
     await s.settle("c", "dismissed");
     await s.offer({ id: "d" });
     const [a, b, , , d] = await s.entries();
-    expect(await redis.inboxChat(s.keys.log, s.keys.projection, ws, "")).toEqual([1, 1, a]);
-    expect(await redis.inboxChat(s.keys.log, s.keys.projection, other, "")).toEqual([1, 2, b]);
-    expect(await redis.inboxChat(s.keys.log, s.keys.projection, "*", "")).toEqual([
+    expect(await runScript(redis, "inboxChat", s.keys.log, s.keys.projection, ws, "")).toEqual([
+      1,
+      1,
+      a,
+    ]);
+    expect(await runScript(redis, "inboxChat", s.keys.log, s.keys.projection, other, "")).toEqual([
+      1,
+      2,
+      b,
+    ]);
+    expect(await runScript(redis, "inboxChat", s.keys.log, s.keys.projection, "*", "")).toEqual([
       1,
       1,
       a,
@@ -223,12 +244,13 @@ describe("inboxChat-2.lua", () => {
     const s = session();
     const ws = uniqueId("ws");
     await s.offer({ id: "a", workspace: ws });
-    const fence = (value: string) => redis.inboxChat(s.keys.log, s.keys.projection, ws, value);
+    const fence = (value: string) =>
+      runScript(redis, "inboxChat", s.keys.log, s.keys.projection, ws, value);
     expect((await fence("7"))[0]).toBe(1);
     expect(await redis.hget(s.keys.projection, `f:${ws}`)).toBe("7");
     await fence("3");
     expect(await redis.hget(s.keys.projection, `f:${ws}`)).toBe("7");
-    await redis.inboxChat(s.keys.log, s.keys.projection, "*", "20");
+    await runScript(redis, "inboxChat", s.keys.log, s.keys.projection, "*", "20");
     expect(await redis.hget(s.keys.projection, "f:*")).toBeNull();
     expect(await s.offer({ id: "b", workspace: ws, token: "7" })).toEqual([6, 7]);
     expect((await s.offer({ id: "b", workspace: ws, token: "8" }))[0]).toBe(0);

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, test } from "vitest";
 import { subscriberConnection } from "../../server/redis/redis-client.js";
 import { hostKeys, startLockKey, startResultChannel } from "../../server/store/keys.js";
+import { runScript } from "../../server/store/run-script.js";
 import { eventually, redisClient, uniqueId } from "../support/harness.js";
 
 /*
@@ -24,17 +25,17 @@ async function heldLock(token: string, ttlMs = 10_000) {
 describe("extendLock-1.lua", () => {
   test("1: the holder's token extends the lock to the new lifetime", async () => {
     const { lock } = await heldLock("me", 1_000);
-    expect(await redis.extendLock(lock, "me", "60000")).toBe(1);
+    expect(await runScript(redis, "extendLock", lock, "me", "60000")).toBe(1);
     expect(await redis.pttl(lock)).toBeGreaterThan(1_000);
   });
 
   test("0: another token, or no lock, extends nothing", async () => {
     const { lock, sessionId } = await heldLock("holder", 1_000);
-    expect(await redis.extendLock(lock, "someone-else", "60000")).toBe(0);
+    expect(await runScript(redis, "extendLock", lock, "someone-else", "60000")).toBe(0);
     expect(await redis.pttl(lock)).toBeLessThanOrEqual(1_000);
     expect(await redis.get(lock)).toBe("holder");
     const gone = startLockKey(sessionId, "never-taken");
-    expect(await redis.extendLock(gone, "holder", "60000")).toBe(0);
+    expect(await runScript(redis, "extendLock", gone, "holder", "60000")).toBe(0);
     expect(await redis.exists(gone)).toBe(0);
   });
 });
@@ -53,7 +54,7 @@ describe("releaseLock-2.lua", () => {
     const { lock, channel } = await heldLock("me");
     const l = await listen(channel);
     try {
-      expect(await redis.releaseLock(lock, channel, "me", "sg-1 delivered")).toBe(1);
+      expect(await runScript(redis, "releaseLock", lock, channel, "me", "sg-1 delivered")).toBe(1);
       expect(await redis.exists(lock)).toBe(0);
       await eventually(async () => l.messages.length > 0);
       expect(l.messages).toEqual(["sg-1 delivered"]);
@@ -66,7 +67,9 @@ describe("releaseLock-2.lua", () => {
     const { lock, channel } = await heldLock("holder");
     const l = await listen(channel);
     try {
-      expect(await redis.releaseLock(lock, channel, "stale", "sg-1 released")).toBe(0);
+      expect(await runScript(redis, "releaseLock", lock, channel, "stale", "sg-1 released")).toBe(
+        0,
+      );
       expect(await redis.get(lock)).toBe("holder");
       await eventually(async () => l.messages.length > 0);
       expect(l.messages).toEqual(["sg-1 released"]);
@@ -81,9 +84,9 @@ describe("createChat-2.lua", () => {
     const keys = hostKeys(uniqueId("lua-chat"));
     const chat = Buffer.from([0x0a, 0x01, 0xff]);
     const session = Buffer.from([0x12, 0x00]);
-    expect(await redis.createChat(keys.chat, keys.session, chat, session)).toBe(1);
+    expect(await runScript(redis, "createChat", keys.chat, keys.session, chat, session)).toBe(1);
     const other = Buffer.from("other");
-    expect(await redis.createChat(keys.chat, keys.session, other, other)).toBe(0);
+    expect(await runScript(redis, "createChat", keys.chat, keys.session, other, other)).toBe(0);
     expect(await redis.getBuffer(keys.chat)).toEqual(chat);
     expect(await redis.getBuffer(keys.session)).toEqual(session);
   });
@@ -92,7 +95,9 @@ describe("createChat-2.lua", () => {
 describe("postMessage-3.lua", () => {
   test("2: no such chat; nothing written", async () => {
     const keys = hostKeys(uniqueId("lua-post"));
-    const post = await redis.postMessage(
+    const post = await runScript(
+      redis,
+      "postMessage",
       keys.session,
       keys.messageIds,
       keys.messages,
@@ -107,7 +112,15 @@ describe("postMessage-3.lua", () => {
     const keys = hostKeys(uniqueId("lua-post"));
     await redis.set(keys.session, Buffer.from("session"));
     const post = (id: string, text: string) =>
-      redis.postMessage(keys.session, keys.messageIds, keys.messages, id, Buffer.from(text));
+      runScript(
+        redis,
+        "postMessage",
+        keys.session,
+        keys.messageIds,
+        keys.messages,
+        id,
+        Buffer.from(text),
+      );
     expect(await post("m-1", "first")).toBe(0);
     expect(await post("m-1", "again")).toBe(1);
     expect(await post("m-2", "second")).toBe(0);

@@ -10,8 +10,8 @@ import {
   startLockKey,
   startResultChannel,
 } from "../../server/store/keys.js";
+import { runScript } from "../../server/store/run-script.js";
 import { settleArgs } from "../../server/store/script-replies.js";
-import { beginStart, settleStart } from "../../server/store/start-steps.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { eventually, redisClient, uniqueId } from "../support/harness.js";
 import { storeOffer } from "../support/suggest.js";
@@ -44,7 +44,7 @@ const LOCK = { token: "tok-1", ttlMs: 10_000 };
 describe("beginStart-4.lua", () => {
   test("an open offer: the suggestion, the lock taken with the token, the host's session record", async () => {
     const c = await chatWithOffer();
-    const begun = await beginStart(store, c.sessionId, c.suggestionId, LOCK, true);
+    const begun = await store.start.begin(c.sessionId, c.suggestionId, LOCK, true);
     expect(begun.taken).toBe(true);
     expect(begun.suggestion?.state).toBe(SuggestionState.OPEN);
     expect(begun.suggestion?.id).toBe(c.suggestionId);
@@ -56,7 +56,7 @@ describe("beginStart-4.lua", () => {
   test("the lock held by another: not taken, and left as it was", async () => {
     const c = await chatWithOffer();
     await redis.set(c.lock, "other", "PX", 10_000);
-    const begun = await beginStart(store, c.sessionId, c.suggestionId, LOCK, false);
+    const begun = await store.start.begin(c.sessionId, c.suggestionId, LOCK, false);
     expect(begun).toMatchObject({ taken: false, sessionRecord: undefined });
     expect(begun.suggestion?.state).toBe(SuggestionState.OPEN);
     expect(await redis.get(c.lock)).toBe("other");
@@ -65,10 +65,10 @@ describe("beginStart-4.lua", () => {
   test("an offer not open, or none: no lock is taken", async () => {
     const c = await chatWithOffer();
     await store.settle(c.sessionId, c.suggestionId, "dismissed");
-    const dismissed = await beginStart(store, c.sessionId, c.suggestionId, LOCK, true);
+    const dismissed = await store.start.begin(c.sessionId, c.suggestionId, LOCK, true);
     expect(dismissed.taken).toBe(false);
     expect(dismissed.suggestion?.state).toBe(SuggestionState.DISMISSED);
-    const none = await beginStart(store, c.sessionId, "no-such-offer", LOCK, true);
+    const none = await store.start.begin(c.sessionId, "no-such-offer", LOCK, true);
     expect(none).toMatchObject({ taken: false, suggestion: undefined });
     expect(await redis.exists(c.lock, startLockKey(c.sessionId, "no-such-offer"))).toBe(0);
   });
@@ -76,7 +76,7 @@ describe("beginStart-4.lua", () => {
   test("a session the host does not know: its record is null", async () => {
     const c = await chatWithOffer();
     await redis.del(hostKeys(c.sessionId).session);
-    const begun = await beginStart(store, c.sessionId, c.suggestionId, LOCK, true);
+    const begun = await store.start.begin(c.sessionId, c.suggestionId, LOCK, true);
     expect(begun.sessionRecord).toBeNull();
   });
 });
@@ -96,7 +96,7 @@ describe("settleStart-5.lua", () => {
     await redis.set(c.lock, "tok-1", "PX", 10_000);
     const l = await listen(c.sessionId);
     try {
-      const settled = await settleStart(store, c.sessionId, c.suggestionId, "chat-1", "tok-1");
+      const settled = await store.start.settle(c.sessionId, c.suggestionId, "chat-1", "tok-1");
       expect(settled.outcome.kind).toBe("recorded");
       expect(settled.suggestion).toMatchObject({
         state: SuggestionState.STARTED,
@@ -113,22 +113,24 @@ describe("settleStart-5.lua", () => {
   test("another's lock is left alone; a not-open offer still ends the caller's lock", async () => {
     const c = await chatWithOffer();
     await redis.set(c.lock, "other", "PX", 10_000);
-    const first = await settleStart(store, c.sessionId, c.suggestionId, "chat-1", "tok-1");
+    const first = await store.start.settle(c.sessionId, c.suggestionId, "chat-1", "tok-1");
     expect(first.outcome.kind).toBe("recorded");
     expect(await redis.get(c.lock)).toBe("other");
     const d = await chatWithOffer();
     await store.settle(d.sessionId, d.suggestionId, "dismissed");
     await redis.set(d.lock, "tok-1", "PX", 10_000);
-    const late = await settleStart(store, d.sessionId, d.suggestionId, "chat-2", "tok-1");
+    const late = await store.start.settle(d.sessionId, d.suggestionId, "chat-2", "tok-1");
     expect(late.outcome).toMatchObject({ kind: "not-open", state: SuggestionState.DISMISSED });
     expect(await redis.exists(d.lock)).toBe(0);
   });
 
-  test("an offer of a workspace: FENCED without a token keeps the lock; settleStart announces and runs", async () => {
+  test("an offer of a workspace: FENCED without a token keeps the lock; StartSteps.settle announces and runs", async () => {
     const c = await chatWithOffer("ws-start");
     await redis.set(c.lock, "tok-1", "PX", 10_000);
     const keys = sessionKeys(c.sessionId);
-    const raw = await redis.settleStart(
+    const raw = await runScript(
+      redis,
+      "settleStart",
       keys.log,
       keys.projection,
       keys.changes,
@@ -140,7 +142,7 @@ describe("settleStart-5.lua", () => {
     );
     expect([raw[0][0], raw[0][4], raw[2]]).toEqual([5, "ws-start", -1]);
     expect(await redis.get(c.lock)).toBe("tok-1");
-    const settled = await settleStart(store, c.sessionId, c.suggestionId, "chat-1", "tok-1");
+    const settled = await store.start.settle(c.sessionId, c.suggestionId, "chat-1", "tok-1");
     expect(settled.outcome.kind).toBe("recorded");
     expect(await redis.exists(c.lock)).toBe(0);
   });

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, test } from "vitest";
 import type { RedisClient } from "../../server/redis/redis-client.js";
+import { runScript } from "../../server/store/run-script.js";
 import { redisClient } from "../support/harness.js";
 import { luaSession, OFFER, SETTLE } from "../support/lua-session.js";
 
@@ -165,7 +166,7 @@ describe("settle-3.lua", () => {
 describe("readLists-2.lua", () => {
   test("an empty log: version 0-0:0 and no offers", async () => {
     const s = luaSession(redis);
-    expect(await redis.readLists(s.keys.log, s.keys.projection)).toEqual(["0-0:0"]);
+    expect(await runScript(redis, "readLists", s.keys.log, s.keys.projection)).toEqual(["0-0:0"]);
   });
 
   test("the version, then each offer's record and its standing settlement, in offer order", async () => {
@@ -176,7 +177,7 @@ describe("readLists-2.lua", () => {
     const entries = await redis.xrange(s.keys.log, "-", "+");
     const [offerA, offerB, settledA] = entries as [string, string[]][];
     const version = `${settledA?.[0]}:3`;
-    expect(await redis.readLists(s.keys.log, s.keys.projection)).toEqual([
+    expect(await runScript(redis, "readLists", s.keys.log, s.keys.projection)).toEqual([
       version,
       offerA,
       settledA,
@@ -184,10 +185,12 @@ describe("readLists-2.lua", () => {
       [],
     ]);
     // The version the caller has, unchanged: the version alone.
-    expect(await redis.readLists(s.keys.log, s.keys.projection, version)).toEqual([version]);
+    expect(await runScript(redis, "readLists", s.keys.log, s.keys.projection, version)).toEqual([
+      version,
+    ]);
     // Held when the log was empty: it only grew since, so the offers its entries name,
     // in the order first named (a delta).
-    expect(await redis.readLists(s.keys.log, s.keys.projection, "0-0:0")).toEqual([
+    expect(await runScript(redis, "readLists", s.keys.log, s.keys.projection, "0-0:0")).toEqual([
       version,
       "delta",
       offerA,
@@ -196,7 +199,9 @@ describe("readLists-2.lua", () => {
       [],
     ]);
     // A version this log never had (its last entry is not there): every offer.
-    expect(await redis.readLists(s.keys.log, s.keys.projection, "1-1:1")).toHaveLength(5);
+    expect(
+      await runScript(redis, "readLists", s.keys.log, s.keys.projection, "1-1:1"),
+    ).toHaveLength(5);
   });
 
   test("readSuggestion-2.lua: one offer's records, or the version alone when unchanged", async () => {
@@ -210,7 +215,7 @@ describe("readLists-2.lua", () => {
     ][];
     const version = `${settledA?.[0]}:3`;
     const read = (id: string, have = "") =>
-      redis.readSuggestion(s.keys.log, s.keys.projection, id, have);
+      runScript(redis, "readSuggestion", s.keys.log, s.keys.projection, id, have);
     expect(await read("a")).toEqual([version, offerA, settledA]);
     expect(await read("b")).toEqual([version, offerB, []]);
     expect(await read("nope")).toEqual([version, [], []]);
@@ -221,8 +226,8 @@ describe("readLists-2.lua", () => {
     const s = luaSession(redis);
     await s.offer({ id: "a" });
     await s.settle("a", "started", "chat-1");
-    const before = await redis.readLists(s.keys.log, s.keys.projection);
+    const before = await runScript(redis, "readLists", s.keys.log, s.keys.projection);
     await redis.del(s.keys.projection);
-    expect(await redis.readLists(s.keys.log, s.keys.projection)).toEqual(before);
+    expect(await runScript(redis, "readLists", s.keys.log, s.keys.projection)).toEqual(before);
   });
 });

@@ -1,6 +1,7 @@
 import { afterAll, expect, test } from "vitest";
 import type { InboxToken } from "../../server/store/inbox-token.js";
 import { sessionKeys } from "../../server/store/keys.js";
+import { runScript } from "../../server/store/run-script.js";
 import { settleArgs, settleOutcome } from "../../server/store/script-replies.js";
 import { SuggestionStore } from "../../server/store/suggestion-store.js";
 import { WorkspaceInbox } from "../../server/store/workspace-inbox.js";
@@ -40,7 +41,9 @@ async function rawDismiss(sessionId: string, suggestionId: string, token: string
 async function announcedDismiss(sessionId: string, suggestionId: string, at: InboxToken) {
   const keys = sessionKeys(sessionId);
   const args = settleArgs(suggestionId, "dismissed", "", at.token, at.workspace);
-  return settleOutcome(await redis.settle(keys.log, keys.projection, keys.changes, ...args));
+  return settleOutcome(
+    await runScript(redis, "settle", keys.log, keys.projection, keys.changes, ...args),
+  );
 }
 
 test("an offer this instance has read: one announcement in its workspace, the settle run once", async () => {

@@ -1,5 +1,6 @@
 import type { RedisClient } from "../../server/redis/redis-client.js";
 import { sessionKeys, workspaceKeys } from "../../server/store/keys.js";
+import { runScript } from "../../server/store/run-script.js";
 import type { ScriptReply } from "../../server/store/scripts.js";
 import { uniqueId } from "./harness.js";
 
@@ -32,14 +33,17 @@ export interface OfferArgs {
 
 /**
  * A session of its own on `redis`, for the tests that call the session scripts directly
- * (test/store/lua-*.test.ts): its keys, offer-3.lua and settle-3.lua bound to them with
- * the ARGV of their headers, and the length of its log. One helper, so that every such
- * test writes the records the service writes.
+ * (test/store/lua-*.test.ts), through the service's one way to call a script
+ * (store/run-script.ts `runScript`): its keys, offer-3.lua and settle-3.lua bound to them
+ * with the ARGV of their headers, and the length of its log. One helper, so that every
+ * such test writes the records the service writes.
  */
 export function luaSession(redis: RedisClient) {
   const keys = sessionKeys(uniqueId("lua"));
   const offer = (a: OfferArgs): Promise<ScriptReply> =>
-    redis.offer(
+    runScript(
+      redis,
+      "offer",
       keys.log,
       keys.projection,
       keys.changes,
@@ -58,7 +62,17 @@ export function luaSession(redis: RedisClient) {
         : []),
     );
   const settle = (id: string, outcome: string, chat = "", open = 3): Promise<ScriptReply> =>
-    redis.settle(keys.log, keys.projection, keys.changes, id, outcome, chat, String(open));
+    runScript(
+      redis,
+      "settle",
+      keys.log,
+      keys.projection,
+      keys.changes,
+      id,
+      outcome,
+      chat,
+      String(open),
+    );
   const length = () => redis.xlen(keys.log);
   return { keys, offer, settle, length };
 }
