@@ -5,6 +5,7 @@ import {
   integer,
   jwtSettings,
   origins,
+  redisTls,
   redisUrl,
   tlsFiles,
   tokens,
@@ -12,6 +13,7 @@ import {
 } from "./config-readers.js";
 import type { TokenGrant } from "./pipeline/auth.js";
 import type { JwtSettings } from "./pipeline/jwt-verifier.js";
+import type { RedisTls } from "./redis/redis-tls.js";
 import { defaultStartLockSettings } from "./store/start-lock-protocol.js";
 
 export { ConfigError } from "./config-readers.js";
@@ -27,6 +29,8 @@ export interface ServiceConfig {
    * (`redis+cluster://host:port,host:port`); unset: `npm start` runs a private `redis-server`.
    */
   readonly redisUrl: string | undefined;
+  /** TLS to a `rediss` Redis with a team's own CA, client certificate, servername (REDIS_TLS_*). */
+  readonly redisTls: RedisTls | undefined;
   /** A remote `ChatHostService`; unset: the embedded host is used and served. */
   readonly chatHostUrl: string | undefined;
   /** The bearer token sent to the remote chat host, if it asks for one. */
@@ -124,6 +128,7 @@ export const defaultConfig: Readonly<ServiceConfig> = Object.freeze({
   host: "127.0.0.1",
   port: 8080,
   redisUrl: undefined,
+  redisTls: undefined,
   chatHostUrl: undefined,
   chatHostToken: undefined,
   dataDir: ".data",
@@ -172,6 +177,7 @@ export function configFromEnv(env: Env, openFileLimit?: number): ServiceConfig {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")} (got "${logLevel}")`);
   }
   const tls = tlsFiles(env);
+  const redis = redisUrl(env, "REDIS_URL");
   return {
     host: env.HOST || defaultConfig.host,
     defaultDeadlineMs: integer(
@@ -198,7 +204,8 @@ export function configFromEnv(env: Env, openFileLimit?: number): ServiceConfig {
     // ListSuggestions (docs/performance.md "The gRPC path"); 0 keeps connect-node alone.
     grpcFastPath: flag(env, "GRPC_FAST_PATH", defaultConfig.grpcFastPath),
     port: integer(env, "PORT", defaultConfig.port, 0, 65535),
-    redisUrl: redisUrl(env, "REDIS_URL"),
+    redisUrl: redis,
+    redisTls: redisTls(env, redis),
     // Unset: the embedded host, whose session record Start reads in its first script
     // (docs/performance.md "Where each RPC's time goes"); set: the product's own host.
     chatHostUrl: url(env, "CHAT_HOST_URL", ["http:", "https:"]),

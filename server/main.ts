@@ -80,7 +80,7 @@ async function main(): Promise<void> {
       lock.noteRedis(privateRedis.pid);
       redisUrl = privateRedis.socketUrl ?? privateRedis.url;
     }
-    if (command === "rebuild-inbox") return await rebuildInboxCommand(redisUrl, release);
+    if (command === "rebuild-inbox") return await rebuildInboxCommand(redisUrl, config, release);
     server = await startSuggestServer({ ...config, redisUrl });
   } catch (err) {
     await release();
@@ -169,8 +169,12 @@ function runningPrivateRedis(config: ServiceConfig): string | undefined {
 }
 
 /** `main.js rebuild-inbox`: recreates the workspace inbox indexes from the logs, then exits. */
-async function rebuildInboxCommand(redisUrl: string, release: () => Promise<void>): Promise<void> {
-  const redis = createRedisClient(redisUrl);
+async function rebuildInboxCommand(
+  redisUrl: string,
+  config: ServiceConfig,
+  release: () => Promise<void>,
+): Promise<void> {
+  const redis = createRedisClient(redisUrl, undefined, config.redisTls);
   const report = await rebuildInboxes(redis);
   console.log(`rebuilt the inbox of ${report.announced} chat(s) from ${report.chats} log(s)`);
   await redis.quit();

@@ -27,6 +27,7 @@ export type ServerSettings = Pick<
       | "shutdownDelayMs"
       | "redisWaitReplicas"
       | "redisWaitTimeoutMs"
+      | "redisTls"
     >
   > & {
     /** Where the call log goes; by default pino to stdout at `logLevel`. */

@@ -233,6 +233,7 @@ function createParts(
     settings.redisUrl,
     writeConfirmationOf(settings),
     telemetry,
+    settings.redisTls,
   );
   const credentials = new Credentials({
     tokens: settings.authTokens ?? [],

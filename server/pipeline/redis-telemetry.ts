@@ -2,6 +2,7 @@ import type { Redis } from "ioredis";
 import { AnswerWatch } from "../redis/answer-watch.js";
 import { logRedisOutages } from "../redis/outage-log.js";
 import { type RedisClient, subscriberConnection } from "../redis/redis-client.js";
+import type { RedisTls } from "../redis/redis-tls.js";
 import { redact } from "../redis/redis-url.js";
 import { watchEvictionPolicy } from "../redis/store-checks.js";
 import { type StoreRefusal, storeCondition } from "../redis/store-condition.js";
@@ -98,13 +99,15 @@ export interface RedisParts {
  * it: every error counted (none ends the process: connection errors surface on the calls
  * that need Redis, as UNAVAILABLE), its outages logged under the URL without its password,
  * whether a standalone Redis answers, and the store's condition (eviction policy, disk).
+ * `tls`: a `rediss` URL's TLS options (REDIS_TLS_*).
  */
 export function redisParts(
   url: string,
   confirmation: WriteConfirmation,
   telemetry: Telemetry,
+  tls?: RedisTls,
 ): RedisParts {
-  const redis = createRedisClient(url, confirmation);
+  const redis = createRedisClient(url, confirmation, tls);
   redis.on("error", () => {
     telemetry.redisErrors.inc();
   });

@@ -1,5 +1,6 @@
 import type { Socket } from "node:net";
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
+import { clusterTlsOptions, type RedisTls, tlsOptions } from "./redis-tls.js";
 import { parseRedisUrl } from "./redis-url.js";
 import { confirmsPerTurn, sendOwedWait } from "./turn-waits.js";
 
@@ -57,27 +58,34 @@ export const defaultClusterOptions: Readonly<ClusterOptions> = Object.freeze({
 /**
  * A client of the Redis that `url` names: `redis://`, `rediss://` and `unix://` make a `Redis`,
  * `redis+cluster://` and `rediss+cluster://` (see `parseRedisUrl`) a `Cluster`. The
- * store defines its scripts on it (store/scripts.ts `createRedisClient`).
+ * store defines its scripts on it (store/scripts.ts `createRedisClient`). A `rediss`
+ * URL's connections take `tls` (REDIS_TLS_*, redis/redis-tls.ts), Node's defaults
+ * without it.
  */
-export function connectRedis(url: string): RedisClient {
+export function connectRedis(url: string, tls?: RedisTls): RedisClient {
   const target = parseRedisUrl(url);
   if (target.kind === "single") {
     const client =
       target.socket === undefined
-        ? new Redis(url, { ...defaultRedisOptions })
+        ? new Redis(url, {
+            ...defaultRedisOptions,
+            ...(url.startsWith("rediss:") ? { tls: tlsOptions(tls) } : {}),
+          })
         : new Redis({ ...defaultRedisOptions, path: target.socket });
     batchWritesPerTurn(client);
     return client;
   }
+  const secure = target.tls ? clusterTlsOptions(tls) : undefined;
   const client = new Cluster(
     target.seeds.map((s) => ({ ...s })),
     {
       ...defaultClusterOptions,
+      ...(secure === undefined ? {} : { dnsLookup: secure.dnsLookup }),
       redisOptions: {
         ...defaultClusterOptions.redisOptions,
         ...(target.username === undefined ? {} : { username: target.username }),
         ...(target.password === undefined ? {} : { password: target.password }),
-        ...(target.tls ? { tls: {} } : {}),
+        ...secure?.redisOptions,
       },
     },
   );

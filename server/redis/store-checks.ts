@@ -1,6 +1,7 @@
 import type { Cluster, Redis } from "ioredis";
 import type { RedisClient } from "./redis-client.js";
 import { storeCondition } from "./store-condition.js";
+import { followTlsRefusals } from "./tls-refusal.js";
 
 /** The only `maxmemory-policy` under which Redis never drops a key it acknowledged. */
 export const REQUIRED_POLICY = "noeviction";
@@ -64,16 +65,21 @@ export async function storeProblem(
 /**
  * Why the service must not start on `client` (`storeProblem`), or undefined; a Redis that
  * does not answer yet is let pass: calls answer UNAVAILABLE meanwhile, and the eviction
- * policy is checked once it answers (`watchEvictionPolicy`).
+ * policy is checked once it answers (`watchEvictionPolicy`). A TLS handshake that Redis
+ * or the service refused is no such wait: it stops the start, saying which setting to
+ * change (redis/tls-refusal.ts).
  */
 export async function storeProblemAtStart(
   client: RedisClient,
   waitReplicas: number,
 ): Promise<string | undefined> {
+  const refusals = followTlsRefusals(client);
   try {
     await client.ping();
   } catch {
-    return undefined;
+    return refusals.first();
+  } finally {
+    refusals.stop();
   }
   return storeProblem(client, waitReplicas);
 }
