@@ -1,6 +1,6 @@
 import type { Socket } from "node:net";
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
-import { clusterTlsOptions, type RedisTls, tlsOptions } from "./redis-tls.js";
+import { clusterTlsOptions, type RedisTls, singleTlsOptions } from "./redis-tls.js";
 import { parseRedisUrl } from "./redis-url.js";
 import { confirmsPerTurn, sendOwedWait } from "./turn-waits.js";
 
@@ -69,7 +69,7 @@ export function connectRedis(url: string, tls?: RedisTls): RedisClient {
       target.socket === undefined
         ? new Redis(url, {
             ...defaultRedisOptions,
-            ...(url.startsWith("rediss:") ? { tls: tlsOptions(tls) } : {}),
+            ...(url.startsWith("rediss:") ? singleTlsOptions(tls) : {}),
           })
         : new Redis({ ...defaultRedisOptions, path: target.socket });
     batchWritesPerTurn(client);

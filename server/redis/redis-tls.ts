@@ -4,6 +4,7 @@ import { isIP } from "node:net";
 import type { ConnectionOptions } from "node:tls";
 import type { ClusterOptions, RedisOptions } from "ioredis";
 import { redact } from "./redis-url.js";
+import { TlsConnector } from "./tls-connector.js";
 
 /**
  * TLS to Redis with a team's own certificates: the CA that signs Redis's certificate, a
@@ -105,23 +106,34 @@ export function tlsOptions(tls: RedisTls | undefined): ConnectionOptions {
 }
 
 /**
- * A cluster's TLS options: every node's connection takes `tls`, and seed hosts are
+ * One Redis's TLS options (`rediss://`): `tls`, on connections that survive every error
+ * their socket emits (redis/tls-connector.ts).
+ */
+export function singleTlsOptions(
+  tls: RedisTls | undefined,
+): Pick<RedisOptions, "tls" | "Connector"> {
+  return { tls: tlsOptions(tls), Connector: TlsConnector };
+}
+
+/**
+ * A cluster's TLS options: every node's connection takes `singleTlsOptions`, and seed hosts are
  * connected to by the name written in REDIS_URL rather than the address it resolves to
  * (ioredis resolves them by default), so that a certificate naming that host verifies.
  * Nodes the cluster announces by IP are verified against REDIS_TLS_SERVERNAME when set.
  */
-export function clusterTlsOptions(
-  tls: RedisTls | undefined,
-): Pick<ClusterOptions, "dnsLookup"> & { readonly redisOptions: Pick<RedisOptions, "tls"> } {
+export function clusterTlsOptions(tls: RedisTls | undefined): Pick<ClusterOptions, "dnsLookup"> & {
+  readonly redisOptions: Pick<RedisOptions, "tls" | "Connector">;
+} {
   return {
     dnsLookup: (address, callback) => callback(null, address),
-    redisOptions: { tls: tlsOptions(tls) },
+    redisOptions: singleTlsOptions(tls),
   };
 }
 
 /**
  * Sentinel's TLS options (`rediss+sentinel://`): the same options to the sentinels and
- * to the data nodes they name.
+ * to the data nodes they name. ioredis's Sentinel connector opens those connections
+ * itself, so they go without redis/tls-connector.ts's listener.
  */
 export function sentinelTlsOptions(
   tls: RedisTls | undefined,

@@ -1,7 +1,8 @@
 import type { Cluster, Redis } from "ioredis";
 import type { RedisClient } from "./redis-client.js";
+import type { RedisTls } from "./redis-tls.js";
 import { storeCondition } from "./store-condition.js";
-import { followTlsRefusals } from "./tls-refusal.js";
+import { tlsRefusalAt } from "./tls-refusal.js";
 
 /** The only `maxmemory-policy` under which Redis never drops a key it acknowledged. */
 export const REQUIRED_POLICY = "noeviction";
@@ -65,21 +66,22 @@ export async function storeProblem(
 /**
  * Why the service must not start on `client` (`storeProblem`), or undefined; a Redis that
  * does not answer yet is let pass: calls answer UNAVAILABLE meanwhile, and the eviction
- * policy is checked once it answers (`watchEvictionPolicy`). A TLS handshake that Redis
- * or the service refused is no such wait: it stops the start, saying which setting to
- * change (redis/tls-refusal.ts).
+ * policy is checked once it answers (`watchEvictionPolicy`). A TLS handshake with the
+ * Redis of `target.redisUrl` that Redis or the service refuses (`redisTls`: REDIS_TLS_*)
+ * is no such wait: it stops the start, saying which setting to change
+ * (redis/tls-refusal.ts).
  */
 export async function storeProblemAtStart(
   client: RedisClient,
   waitReplicas: number,
+  target: { readonly redisUrl: string; readonly redisTls?: RedisTls | undefined },
 ): Promise<string | undefined> {
-  const refusals = followTlsRefusals(client);
+  const refused = await tlsRefusalAt(target.redisUrl, target.redisTls);
+  if (refused !== undefined) return refused;
   try {
     await client.ping();
   } catch {
-    return refusals.first();
-  } finally {
-    refusals.stop();
+    return undefined;
   }
   return storeProblem(client, waitReplicas);
 }

@@ -1,12 +1,12 @@
-import type { ConnectionOptions } from "node:tls";
-import type { Cluster, Redis } from "ioredis";
-import type { RedisClient } from "./redis-client.js";
+import { type ConnectionOptions, connect } from "node:tls";
+import { type RedisTls, tlsOptions } from "./redis-tls.js";
+import { parseRedisUrl } from "./redis-url.js";
 
 /**
  * Why a TLS handshake with Redis failed, said as what to set (server/redis/redis-tls.ts
  * names the settings). A handshake that fails this way fails again the same way until
- * a setting (or Redis's certificate) changes, so the start stops on it rather than serve
- * NOT_SERVING (redis/store-checks.ts `storeProblemAtStart`).
+ * a setting (or Redis's certificate) changes, so the start stops on it rather than wait
+ * for a Redis that will never be reached (redis/store-checks.ts `storeProblemAtStart`).
  */
 
 /** Node's codes for a certificate chain that does not lead to a CA it was given. */
@@ -79,27 +79,62 @@ function wrongName(err: unknown, notVerified: string, tls: ConnectionOptions | u
 }
 
 /**
- * Follows `client`'s connection errors (each node's, for a cluster) until `stop`, and
- * answers the first TLS refusal among them (`tlsRefusal`), if any.
+ * The TLS refusal of the Redis of `url` (REDIS_URL) with `tls` (REDIS_TLS_*), found by a
+ * handshake of its own with each endpoint the URL names (one server, or each cluster
+ * seed) and a PING, or undefined when every handshake is accepted, the URL is not TLS,
+ * or an endpoint fails for another reason (down, slow: the client waits for it, as
+ * before). Its own connection, because a client's errors do not all reach its listeners
+ * (a cluster asks for its slots on a connection of ioredis's own whose errors it drops).
  */
-export function followTlsRefusals(client: RedisClient): {
-  readonly first: () => string | undefined;
-  readonly stop: () => void;
-} {
-  let first: string | undefined;
-  const note = (err: unknown, where: string, tls: ConnectionOptions | undefined) => {
-    first ??= tlsRefusal(err, where, tls);
-  };
-  if (client.isCluster) {
-    const cluster = client as Cluster;
-    const tls = cluster.options.redisOptions?.tls;
-    const onNodeError = (err: unknown, key: string) => note(err, key, tls);
-    cluster.on("node error", onNodeError);
-    return { first: () => first, stop: () => cluster.off("node error", onNodeError) };
+export async function tlsRefusalAt(
+  url: string,
+  tls: RedisTls | undefined,
+  timeoutMs = 2_000,
+): Promise<string | undefined> {
+  const options = tlsOptions(tls);
+  for (const { host, port } of tlsEndpoints(url)) {
+    const err = await handshake(host, port, options, timeoutMs);
+    const refusal = err === undefined ? undefined : tlsRefusal(err, `${host}:${port}`, options);
+    if (refusal !== undefined) return refusal;
   }
-  const redis = client as Redis;
-  const { host, port, tls } = redis.options;
-  const onError = (err: unknown) => note(err, `${host}:${port}`, tls);
-  redis.on("error", onError);
-  return { first: () => first, stop: () => redis.off("error", onError) };
+  return undefined;
+}
+
+/** The endpoints a TLS `url` names: its host, or its cluster's seeds; none when not TLS. */
+function tlsEndpoints(url: string): readonly { host: string; port: number }[] {
+  const target = parseRedisUrl(url);
+  if (target.kind === "cluster") return target.tls ? target.seeds : [];
+  if (!url.startsWith("rediss:")) return [];
+  const parsed = new URL(url);
+  return [{ host: parsed.hostname.replace(/^\[(.*)\]$/, "$1"), port: Number(parsed.port || 6379) }];
+}
+
+/**
+ * Connects with TLS to `host:port` and sends a PING: answers the error that ended it
+ * (a TLS 1.3 server refuses a client certificate after the handshake, on the first
+ * read), or undefined once Redis answers, closes, or `timeoutMs` passes.
+ */
+function handshake(
+  host: string,
+  port: number,
+  options: ConnectionOptions,
+  timeoutMs: number,
+): Promise<unknown> {
+  return new Promise((resolve) => {
+    const socket = connect({ ...options, host, port });
+    let settled = false;
+    const done = (err?: unknown) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(err);
+    };
+    const timer = setTimeout(done, timeoutMs);
+    socket.once("secureConnect", () => socket.write("PING\r\n"));
+    socket.once("data", () => done());
+    // `on`, not `once`: an alert may follow the first error, after the answer is known.
+    socket.on("error", done);
+    socket.once("close", () => done());
+  });
 }

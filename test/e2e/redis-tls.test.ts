@@ -5,6 +5,7 @@ import {
   Health,
   HealthCheckResponse_ServingStatus as Status,
 } from "../../gen/grpc/health/v1/health_pb.js";
+import { connectRedis } from "../../server/redis/redis-client.js";
 import type { RedisServerProcess } from "../../server/redis/redis-server-process.js";
 import { readRedisTls } from "../../server/redis/redis-tls.js";
 import { createRedisClient } from "../../server/store/scripts.js";
@@ -151,5 +152,28 @@ describe.skipIf(!hasOpenssl)("TLS to Redis (rediss://, REDIS_TLS_*)", () => {
     expect(await refusedStart(plain.url, { REDIS_TLS_CA_FILE: missing })).toBe(
       `suggest-task: REDIS_TLS_CA_FILE ${missing} cannot be read (ENOENT: no such file or directory, open '${missing}')`,
     );
+  });
+
+  test("connections closed during handshakes the service refuses never end the process", async () => {
+    // A TLS socket whose certificate was refused may emit a second error (Redis's alert)
+    // once ioredis's own listener is gone: closed at every point of the handshake.
+    const uncaught: unknown[] = [];
+    const onUncaught = (err: unknown) => uncaught.push(err);
+    process.on("uncaughtException", onUncaught);
+    const seen = new Set<string>();
+    try {
+      const tls = readRedisTls({ caFile: files.ca.cert }, named.url);
+      for (let i = 0; i < 60; i++) {
+        const client = connectRedis(named.url, tls);
+        client.on("error", (err: NodeJS.ErrnoException) => seen.add(String(err.code)));
+        await new Promise((resolve) => setTimeout(resolve, i % 8));
+        await client.quit().catch(() => client.disconnect());
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    } finally {
+      process.off("uncaughtException", onUncaught);
+    }
+    expect(seen).toContain("ERR_TLS_CERT_ALTNAME_INVALID");
+    expect(uncaught).toEqual([]);
   });
 });
