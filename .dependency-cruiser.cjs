@@ -2,12 +2,12 @@
  * The import rules of server/ (the layers: README.md "Architecture", docs/architecture.md), checked in
  * .ci/run by `npm run check:imports`:
  * - no import cycles, type-only imports counted (tsPreCompilationDeps);
- * - imports run down the layers only: entry → transport → pipeline → rpc → host →
+ * - imports run down the layers only: entry → transport → mcp → pipeline → rpc → host →
  *   store → domain → redis → codec; a file may import its own layer and the ones below;
  * - the transport knows nothing of suggestions or Redis, the domain does no I/O;
  * - the SDK and the service share only gen/.
  */
-const LAYERS = ["transport", "pipeline", "rpc", "host", "store", "domain", "redis", "codec"];
+const LAYERS = ["transport", "mcp", "pipeline", "rpc", "host", "store", "domain", "redis", "codec"];
 
 const upward = LAYERS.map((layer, rank) => ({
   name: `no-upward-from-${layer}`,

@@ -28,6 +28,7 @@ import { H2LOAD_MISSING, h2loadVersion } from "./h2load.js";
 import { measureHeartbeats } from "./heartbeats.js";
 import { runHistoryBench } from "./history.js";
 import type { LoadConfig } from "./load.js";
+import { measureMcpCost } from "./mcp-cost.js";
 import { builtService, startNode } from "./measure.js";
 import { prepare } from "./prepare.js";
 import { measureDiskFloor } from "./redis-floor.js";
@@ -337,6 +338,9 @@ async function main(): Promise<void> {
       measureAuthCost(redis, data.readChat, SHAPE),
     );
     rows.push(...(extra.authCost?.rows ?? []));
+    extra.mcpCost = await step("suggest_task over MCP against SuggestTask over Connect JSON", () =>
+      measureMcpCost(redis),
+    );
     extra.replicaWait = await step(
       "REDIS_WAIT_REPLICAS=1 against 0, primary + 1 replica",
       async () => {

@@ -8,6 +8,7 @@ import type { ClusterNoticesResult } from "./cluster-notices.js";
 import type { FanoutFigures, StartConcurrencyFigures } from "./extras.js";
 import type { HeartbeatFigures } from "./heartbeats.js";
 import type { HistoryBenchResult } from "./history.js";
+import type { McpCostResult } from "./mcp-cost.js";
 import type { RedisBenchmarkFigure } from "./redis-floor.js";
 import type { ReplicaWaitPair, ReplicaWaitResult } from "./replica-wait.js";
 import { type ExtraRow, limitOf, type Row } from "./report.js";
@@ -30,6 +31,8 @@ export interface Extra {
   tracingOff?: TracingOffResult | undefined;
   workspaceInbox?: WorkspaceInboxResult | undefined;
   authCost?: AuthCostResult | undefined;
+  /** suggest_task over MCP against SuggestTask over Connect JSON (bench/mcp-cost.ts). */
+  mcpCost?: McpCostResult | undefined;
   heartbeats?: HeartbeatFigures | undefined;
   retryLayer?: RetryLayerResult | undefined;
   /** `REDIS_WAIT_REPLICAS=1` against 0 on a primary with one replica (bench/replica-wait.ts). */
@@ -152,6 +155,17 @@ function authCostLine(a: AuthCostResult): ExtraRow {
   };
 }
 
+/** suggest_task's server CPU per call over MCP, as a multiple of SuggestTask's over Connect JSON. */
+function mcpCostLine(m: McpCostResult): ExtraRow {
+  const failed = m.errors > 0 ? `; ${m.errors} calls failed` : "";
+  return {
+    measure: "suggest_task over MCP vs SuggestTask over Connect JSON (server CPU per call)",
+    figure: `${n1(m.mcpUsPerCall)} vs ${n1(m.connectUsPerCall)} µs (${m.ratio.toFixed(2)}×)${failed}`,
+    target: "≤ 1.5×",
+    met: m.ratio <= 1.5 && m.errors === 0,
+  };
+}
+
 function heartbeatLines(h: HeartbeatFigures): ExtraRow[] {
   const on = h.with;
   const off = h.without;
@@ -220,6 +234,7 @@ export function extraRowsOf(extra: Extra, rows: readonly Row[], machineCores: nu
     ...(extra.tracingOff === undefined ? [] : [tracingOffLine(extra.tracingOff)]),
     ...(extra.workspaceInbox === undefined ? [] : inboxLines(extra.workspaceInbox)),
     ...(extra.authCost === undefined ? [] : [authCostLine(extra.authCost)]),
+    ...(extra.mcpCost === undefined ? [] : [mcpCostLine(extra.mcpCost)]),
     ...(extra.replicaWait?.pairs.map(replicaWaitLine) ?? []),
     ...(extra.clusterNotices === undefined ? [] : [clusterNoticesLine(extra.clusterNotices)]),
   ];

@@ -5,7 +5,11 @@ import { ServerReflection as ReflectionV1 } from "../gen/grpc/reflection/v1/refl
 import { ServerReflection as ReflectionV1alpha } from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { ChatHostService, LocalHostService } from "../gen/oda/suggest/v1/chat_host_pb.js";
 import { SuggestionService } from "../gen/oda/suggest/v1/suggestion_service_pb.js";
+import { type McpEndpointOptions, mcpEndpoint } from "./mcp/mcp-endpoint.js";
+import { mcpToolCalls } from "./mcp/mcp-tools.js";
 import { type PipelineOptions, wrapService } from "./pipeline/call-pipeline.js";
+import { routeRefusals } from "./pipeline/call-refusals.js";
+import { serverIdentityHeaders, VERSION_HEADER } from "./pipeline/server-identity.js";
 import { traceService } from "./pipeline/tracing.js";
 import { createHealthService } from "./rpc/health.js";
 import { createChatHostService, createLocalHostService } from "./rpc/host-service.js";
@@ -14,6 +18,7 @@ import type { Readiness } from "./rpc/readiness.js";
 import { Reflection } from "./rpc/reflection.js";
 import { createSuggestionService, type SuggestionServiceDeps } from "./rpc/suggestion-service.js";
 import { guardTenants } from "./rpc/tenant-guard.js";
+import type { ServerSettings } from "./server-settings.js";
 import type { ServedService } from "./transport/handler-types.js";
 
 /** What the routes are built from. */
@@ -66,4 +71,26 @@ export function routesOf(services: readonly ServedService[]): (router: ConnectRo
   return (router) => {
     for (const { service, impl } of services) router.service(service, impl);
   };
+}
+
+/**
+ * `POST /mcp` (server/mcp/): its tools run the SuggestionService RPCs gRPC and Connect
+ * serve, with their tenant rule, through the same call pipeline, each under a procedure
+ * of its own (`/mcp/suggest_task`); nothing here listens.
+ */
+export function mcpRoute(
+  deps: RoutesDeps & Pick<McpEndpointOptions, "credentials">,
+  settings: Pick<ServerSettings, "authJwt" | "readMaxBytes">,
+  served: Pick<McpEndpointOptions, "shutdownSignal" | "valuesOf">,
+): ReturnType<typeof mcpEndpoint> {
+  const impl = guardTenants(createSuggestionService(deps), deps);
+  return mcpEndpoint({
+    ...served,
+    credentials: deps.credentials,
+    readMaxBytes: settings.readMaxBytes,
+    issuer: settings.authJwt?.issuer,
+    calls: mcpToolCalls(impl, deps.pipeline),
+    refused: routeRefusals(deps.pipeline),
+    version: serverIdentityHeaders()[VERSION_HEADER] ?? "0.0.0",
+  });
 }

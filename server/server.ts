@@ -24,7 +24,7 @@ import { createTelemetry, type Telemetry } from "./pipeline/telemetry.js";
 import { unauthenticatedStreamCap } from "./pipeline/unauthenticated-streams.js";
 import type { RedisClient } from "./redis/redis-client.js";
 import { storeProblemAtStart } from "./redis/store-checks.js";
-import { buildServices, type RoutesDeps, routesOf } from "./routes.js";
+import { buildServices, mcpRoute, type RoutesDeps, routesOf } from "./routes.js";
 import { Readiness } from "./rpc/readiness.js";
 import { StartFlights } from "./rpc/start-flights.js";
 import { clientLimitsOf, type ServerSettings, writeConfirmationOf } from "./server-settings.js";
@@ -113,6 +113,7 @@ export async function startSuggestServer(settings: ServerSettings): Promise<Sugg
       settings.metricsPort === undefined
         ? metricsPage(parts.telemetry, parts.credentials)
         : undefined,
+      mcpRoute(parts, settings, served),
     ),
   });
   const limits = clientLimitsOf(settings);
@@ -230,10 +231,9 @@ function createParts(
     settings.logger ?? pino({ level: settings.logLevel ?? defaultConfig.logLevel }, logOut?.stream),
   );
   const { redis, stopOutageLog, answers, stopStoreWatch } = redisParts(
-    settings.redisUrl,
+    settings,
     writeConfirmationOf(settings),
     telemetry,
-    settings.redisTls,
   );
   const credentials = new Credentials({
     tokens: settings.authTokens ?? [],

@@ -1,6 +1,6 @@
 // Checks that a packed npm tarball holds every file its package.json names: each target of
-// `exports` (every condition, every subpath), `main`, `types`, `module` and the paths of
-// `typesVersions`. publint and attw read the same fields but judge their shape; this one
+// `exports` (every condition, every subpath), `main`, `types`, `module`, the paths of
+// `typesVersions` and the scripts of `bin`. publint and attw read the same fields but judge their shape; this one
 // asks only whether each named file is in the tarball, so a subpath added to `exports`
 // without its files in `files` (or without building it) is caught before a release.
 //
@@ -42,6 +42,7 @@ const named = [
   ...targets(manifest.exports, "exports"),
   ...["main", "types", "typings", "module"].flatMap((field) => targets(manifest[field], field)),
   ...targets(manifest.typesVersions, "typesVersions"),
+  ...targets(manifest.bin, "bin"),
 ];
 
 /** Whether a target (`./dist/x.js`, or a pattern with one `*`) names a file of the tarball. */

@@ -67,3 +67,54 @@ export const suggestTaskTool: ToolSpec = toolSpecOf(SuggestTaskArgsSchema);
 
 /** The withdraw_suggestion tool as `WithdrawSuggestionArgs` declares it. */
 export const withdrawSuggestionTool: ToolSpec = toolSpecOf(WithdrawSuggestionArgsSchema);
+
+/** One string argument of a tool as MCP's `tools/list` shows it (JSON Schema). */
+export type McpToolProperty = {
+  readonly type: "string";
+  readonly description: string;
+  /** JSON Schema counts code points, as the field checks do. */
+  readonly maxLength: number;
+};
+
+/**
+ * A tool as the service's MCP endpoint lists it: name, description, JSON Schema. Type
+ * aliases, not interfaces: the MCP SDK's types have index signatures, which only an
+ * alias satisfies.
+ */
+export type McpToolEntry = {
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema: {
+    readonly type: "object";
+    readonly properties: Readonly<Record<string, McpToolProperty>>;
+    readonly required: string[];
+    readonly additionalProperties: false;
+  };
+};
+
+/**
+ * `spec` as an MCP `tools/list` entry: one required string property per declared field,
+ * its description and limit, no other property allowed. The same shape, key for key, as
+ * the SDK's `mcpTool()` builds from the same proto options (test/mcp/sdk-parity.test.ts
+ * compares the two).
+ */
+export function mcpToolEntry(spec: ToolSpec): McpToolEntry {
+  const properties: Record<string, McpToolProperty> = {};
+  for (const field of spec.fields) {
+    properties[field.name] = {
+      type: "string",
+      description: field.description,
+      maxLength: field.maxCodePoints,
+    };
+  }
+  return {
+    name: spec.name,
+    description: spec.description,
+    inputSchema: {
+      type: "object",
+      properties,
+      required: spec.fields.map((field) => field.name),
+      additionalProperties: false,
+    },
+  };
+}

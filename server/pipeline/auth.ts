@@ -33,6 +33,12 @@ export interface Principal {
 }
 
 /**
+ * The procedures of the MCP tools (`/mcp/suggest_task`, ...): the agent's, like the
+ * RPCs they run.
+ */
+export const MCP_PROCEDURES = "/mcp/";
+
+/**
  * Least privilege: what each role may call, by procedure (`/Service/Method`) or by
  * whole service (`/Service/`). Services not named here (health, reflection) are open,
  * as operators and their tools expect.
@@ -42,6 +48,7 @@ const GRANTS: Readonly<Record<Role, readonly string[]>> = {
     "/oda.suggest.v1.SuggestionService/SuggestTask",
     "/oda.suggest.v1.SuggestionService/WithdrawSuggestion",
     "/oda.suggest.v1.SuggestionService/ListSettlements",
+    MCP_PROCEDURES,
   ],
   app: [
     "/oda.suggest.v1.SuggestionService/ListSuggestions",
@@ -61,7 +68,11 @@ const GRANTS: Readonly<Record<Role, readonly string[]>> = {
 };
 
 /** Services that need a credential at all. */
-const GUARDED_SERVICES = ["/oda.suggest.v1.SuggestionService/", ...GRANTS["host-admin"]];
+const GUARDED_SERVICES = [
+  "/oda.suggest.v1.SuggestionService/",
+  MCP_PROCEDURES,
+  ...GRANTS["host-admin"],
+];
 
 /**
  * True when `procedure` needs a credential at all when credentials are configured; the

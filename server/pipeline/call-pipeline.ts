@@ -73,25 +73,11 @@ export function wrapService<S extends DescService>(
       for (const hook of options.hooks) hook.after?.(call, connectError, duration);
     };
     if (method.methodKind === "unary") {
-      wrapped[method.localName] = async (request: unknown, context: HandlerContext) => {
-        const began = performance.now();
-        let call: Call | undefined;
-        try {
-          const started = start(request, context);
-          call = started.call;
-          if (started.pending !== undefined) await started.pending;
-          const result = await withinBudget(
-            context,
-            options,
-            (bounded) => handler.call(impl, request, bounded) as Promise<unknown>,
-          );
-          finish(call, began, undefined);
-          return result;
-        } catch (err) {
-          finish(call ?? { service, method, procedure, request, context }, began, err);
-          throw err;
-        }
-      };
+      wrapped[method.localName] = wrapUnary(
+        { service, method, procedure },
+        (request, context) => handler.call(impl, request, context) as Promise<unknown>,
+        options,
+      );
     } else {
       wrapped[method.localName] = (request: unknown, context: HandlerContext) => {
         const streamedRequest = method.methodKind === "server_streaming" ? request : undefined;
@@ -109,6 +95,39 @@ export function wrapService<S extends DescService>(
     }
   }
   return wrapped as ServiceImpl<S>;
+}
+
+/** Which RPC a call is, as the hooks see it: `procedure` names it in logs, metrics and grants. */
+export type CallRoute = Pick<Call, "service" | "method" | "procedure">;
+
+/**
+ * One unary handler run through the hooks and within its budget (`withinBudget`): how
+ * `wrapService` wraps each unary RPC, and how an adapter of another protocol (MCP) runs
+ * the same RPC code under a procedure of its own (`/mcp/suggest_task`), so that auth,
+ * tenants, deadlines, logs and metrics apply to it once, as to every call.
+ */
+export function wrapUnary<Q, R>(
+  route: CallRoute,
+  handler: (request: Q, context: HandlerContext) => Promise<R>,
+  options: PipelineOptions,
+): (request: Q, context: HandlerContext) => Promise<R> {
+  return async (request, context) => {
+    const began = performance.now();
+    const call: Call = { ...route, request, context };
+    let error: unknown;
+    try {
+      const pending = runBefore(options.hooks, call, 0);
+      if (pending !== undefined) await pending;
+      return await withinBudget(context, options, (bounded) => handler(request, bounded));
+    } catch (err) {
+      error = err;
+      throw err;
+    } finally {
+      const connectError = error === undefined ? undefined : ConnectError.from(error);
+      const duration = performance.now() - began;
+      for (const hook of options.hooks) hook.after?.(call, connectError, duration);
+    }
+  };
 }
 
 /** A call whose `before` hooks ran, or still run (`pending`). */

@@ -1,6 +1,6 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
-import type { PipelineOptions } from "./call-pipeline.js";
+import type { CallRoute, PipelineOptions } from "./call-pipeline.js";
 
 /**
  * How a transport reports a call it refused before its handler ran (a request that does
@@ -16,5 +16,18 @@ export function callRefusals(
     const service = method.parent;
     const call = { service, method, procedure: `/${service.typeName}/${method.name}` };
     for (const hook of options.hooks) hook.refused?.(call, error);
+  };
+}
+
+/**
+ * How an adapter of another protocol (MCP) reports a call it refused before the RPC ran
+ * (a body that does not parse, a missing credential, an argument of the wrong type):
+ * logged and counted under `route`'s procedure, as `callRefusals` does for a transport.
+ */
+export function routeRefusals(
+  options: PipelineOptions,
+): (route: CallRoute, error: ConnectError) => void {
+  return (route, error) => {
+    for (const hook of options.hooks) hook.refused?.(route, error);
   };
 }

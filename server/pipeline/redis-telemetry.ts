@@ -2,7 +2,7 @@ import type { Redis } from "ioredis";
 import { AnswerWatch } from "../redis/answer-watch.js";
 import { logRedisOutages } from "../redis/outage-log.js";
 import { type RedisClient, subscriberConnection } from "../redis/redis-client.js";
-import type { RedisTls } from "../redis/redis-tls.js";
+import type { RedisSettings } from "../redis/redis-tls.js";
 import { redact } from "../redis/redis-url.js";
 import { watchEvictionPolicy } from "../redis/store-checks.js";
 import { type StoreRefusal, storeCondition } from "../redis/store-condition.js";
@@ -95,17 +95,16 @@ export interface RedisParts {
 }
 
 /**
- * The Redis client of `url`, its writes confirmed as `confirmation` says, and what watches
- * it: every error counted (none ends the process: connection errors surface on the calls
- * that need Redis, as UNAVAILABLE), its outages logged under the URL without its password,
- * whether a standalone Redis answers, and the store's condition (eviction policy, disk).
- * `tls`: a `rediss` URL's TLS options (REDIS_TLS_*).
+ * The Redis client of `url` (over TLS with `tls`: REDIS_TLS_*), its writes confirmed as
+ * `confirmation` says, and what watches it: every error counted (none ends the process:
+ * connection errors surface on the calls that need Redis, as UNAVAILABLE), its outages
+ * logged under the URL without its password, whether a standalone Redis answers, and the
+ * store's condition (eviction policy, disk).
  */
 export function redisParts(
-  url: string,
+  { redisUrl: url, redisTls: tls }: RedisSettings,
   confirmation: WriteConfirmation,
   telemetry: Telemetry,
-  tls?: RedisTls,
 ): RedisParts {
   const redis = createRedisClient(url, confirmation, tls);
   redis.on("error", () => {

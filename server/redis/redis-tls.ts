@@ -35,6 +35,12 @@ export interface RedisTls {
   readonly servername?: string;
 }
 
+/** Where Redis is and how to reach it: REDIS_URL and, for a `rediss` one, REDIS_TLS_*. */
+export interface RedisSettings {
+  readonly redisUrl: string;
+  readonly redisTls?: RedisTls | undefined;
+}
+
 /** A TLS setting that cannot be used; the message names the variable. */
 export class RedisTlsError extends Error {
   override name = "RedisTlsError";

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from "ioredis";
 import type { RedisClient } from "./redis-client.js";
-import type { RedisTls } from "./redis-tls.js";
+import type { RedisSettings } from "./redis-tls.js";
 import { storeCondition } from "./store-condition.js";
 import { tlsRefusalAt } from "./tls-refusal.js";
 
@@ -74,7 +74,7 @@ export async function storeProblem(
 export async function storeProblemAtStart(
   client: RedisClient,
   waitReplicas: number,
-  target: { readonly redisUrl: string; readonly redisTls?: RedisTls | undefined },
+  target: RedisSettings,
 ): Promise<string | undefined> {
   const refused = await tlsRefusalAt(target.redisUrl, target.redisTls);
   if (refused !== undefined) return refused;

@@ -90,20 +90,22 @@ export type Page = (...args: Parameters<Fallback>) => boolean;
 /**
  * Serves `GET /livez` and `GET /readyz` (transport/probes.ts, `notReady` their reason),
  * `GET /openapi.json`, `metrics` when given (`GET /metrics` with its token check, none
- * when `METRICS_PORT` gives it a port of its own) and, with `inspectorDir`, the
- * inspector page (`GET /`, server/transport/static-files.ts) beside the RPCs; anything
- * else is 404.
+ * when `METRICS_PORT` gives it a port of its own), `mcp` when given (`POST /mcp`, the
+ * MCP endpoint the wiring hands over) and, with `inspectorDir`, the inspector page
+ * (`GET /`, server/transport/static-files.ts) beside the RPCs; anything else is 404.
  */
 export function pagesFallback(
   notReady: () => Promise<string | undefined>,
   inspectorDir: string | undefined,
   openApi: Buffer,
   metrics: Page | undefined,
+  mcp?: Page,
 ): Fallback {
   const page = inspectorDir === undefined ? undefined : staticFiles(inspectorDir);
   const probe = probes(notReady);
   return (req, res) => {
     if (probe(req, res)) return;
+    if (mcp?.(req, res)) return;
     if (req.method === "GET" && req.url === "/openapi.json") {
       res.writeHead(200, { "content-type": "application/json", "content-length": openApi.length });
       res.end(openApi);

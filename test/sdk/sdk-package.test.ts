@@ -147,7 +147,7 @@ describe("the packed SDK in a fresh project", () => {
   test("the tarball holds both module formats of the SDK and the generated code, nothing else", () => {
     const paths = packed.files.map((f) => f.path).sort();
     for (const format of ["esm", "cjs"]) {
-      for (const entry of ["index", "node", "web"]) {
+      for (const entry of ["index", "node", "web", "ai-sdk", "openai-agents", "langchain"]) {
         expect(paths).toContain(`dist/${format}/sdk/src/${entry}.js`);
         expect(paths).toContain(`dist/${format}/sdk/src/${entry}.d.ts`);
       }
@@ -155,6 +155,7 @@ describe("the packed SDK in a fresh project", () => {
       expect(paths).toContain(`dist/${format}/gen/google/rpc/error_details_pb.d.ts`);
     }
     expect(paths).toContain("dist/cjs/package.json");
+    expect(paths).toContain("dist/esm/sdk/src/mcp/suggest-task-mcp.js");
     expect(
       paths.filter(
         (p) =>
@@ -249,4 +250,23 @@ describe("the packed SDK in a fresh project", () => {
     },
     120_000,
   );
+
+  test("the bin suggest-task-mcp, installed without its optional MCP peers, says what to install", async () => {
+    const bin = join(project.dir, "node_modules/.bin/suggest-task-mcp");
+    const failed = await run(bin, [], {
+      cwd: project.dir,
+      env: { ...process.env, SUGGEST_TASK_URL: t.url },
+      timeout: 30_000,
+    }).then(
+      () => undefined,
+      (err: { code?: number; stderr?: string }) => err,
+    );
+    expect(failed?.code).toBe(1);
+    expect(failed?.stderr).toBe(
+      "suggest-task-mcp: needs the official MCP packages (optional peers of @oda/suggest-task): " +
+        "npm install @modelcontextprotocol/server@2 @modelcontextprotocol/client@2 (or run it with " +
+        "npx -p @oda/suggest-task -p @modelcontextprotocol/server@2 -p @modelcontextprotocol/client@2 " +
+        "suggest-task-mcp)\n",
+    );
+  });
 });

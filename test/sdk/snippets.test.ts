@@ -48,6 +48,13 @@ describe("the SDK snippets of the docs", () => {
     await expect(tsc("tsconfig.nodenext.json")).resolves.toMatchObject({ stdout: "" });
   }, 120_000);
 
+  // The frameworks' own declarations (ai, @langchain/core, @openai/agents) do not compile
+  // under the consumer tsconfigs' skipLibCheck: false with exactOptionalPropertyTypes, so
+  // the adapters' examples are checked in a tsconfig of their own that skips them.
+  test("type-check the framework adapters' examples (agents/tsconfig.json, nodenext)", async () => {
+    await expect(tsc("agents/tsconfig.json")).resolves.toMatchObject({ stdout: "" });
+  }, 180_000);
+
   test("every-rpc.ts runs every RPC of the flow and prints what its comments say", async () => {
     const { stdout } = await node("every-rpc.js");
     expect(stdout.split("\n")).toEqual([

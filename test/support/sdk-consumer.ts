@@ -72,11 +72,15 @@ export async function consumerProject(setup: ConsumerSetup): Promise<ConsumerPro
   return { dir: project.dir, packed, remove: project.remove };
 }
 
-/** The snippet files (`*.ts`) and the project files of examples/typescript. */
+/**
+ * The snippet files (`*.ts`, and `agents/*.ts`: the framework adapters' examples, checked
+ * under a tsconfig of their own) and the project files of examples/typescript.
+ */
 export function snippetFiles(): { snippets: string[]; project: string[] } {
   const names = readdirSync(SNIPPETS_DIR);
+  const agents = readdirSync(join(SNIPPETS_DIR, "agents")).map((n) => `agents/${n}`);
   return {
-    snippets: names.filter((n) => n.endsWith(".ts")).sort(),
-    project: names.filter((n) => n.endsWith(".json")),
+    snippets: [...names, ...agents].filter((n) => n.endsWith(".ts")).sort(),
+    project: [...names, ...agents].filter((n) => n.endsWith(".json")),
   };
 }
