@@ -37,6 +37,7 @@ import type { Row } from "./report.js";
 import { writeReport } from "./report.js";
 import { measureRetryLayer } from "./retry-layer.js";
 import { h2loadRow, type LoadShape, nodeRow, type RowSpec, type Watched } from "./rows.js";
+import { measureSentinel } from "./sentinel.js";
 import { type Extra, extraRowsOf } from "./summary.js";
 import { measureTracingOff } from "./tracing-off.js";
 import { measureWatchers } from "./watchers.js";
@@ -349,6 +350,17 @@ async function main(): Promise<void> {
           await freePort(),
         ]);
         rows.push(...result.pairs.flatMap((p) => [p.off, p.on]));
+        return result;
+      },
+    );
+    extra.sentinel = await step(
+      "SuggestTask through Sentinel against the primary direct",
+      async () => {
+        const result = await measureSentinel(join(dir, "sentinel"), SHAPE, [
+          await freePort(),
+          await freePort(),
+        ]);
+        rows.push(result.direct, result.sentinel);
         return result;
       },
     );

@@ -2,8 +2,8 @@
  * The "also measured" lines of the report: each figure measured outside the load
  * windows, said in words beside its target. Pure.
  */
-import type { AuthCostResult } from "./auth-cost.js";
 
+import type { AuthCostResult } from "./auth-cost.js";
 import type { ClusterNoticesResult } from "./cluster-notices.js";
 import type { FanoutFigures, StartConcurrencyFigures } from "./extras.js";
 import type { HeartbeatFigures } from "./heartbeats.js";
@@ -13,6 +13,7 @@ import type { RedisBenchmarkFigure } from "./redis-floor.js";
 import type { ReplicaWaitPair, ReplicaWaitResult } from "./replica-wait.js";
 import { type ExtraRow, limitOf, type Row } from "./report.js";
 import type { RetryLayerResult } from "./retry-layer.js";
+import type { SentinelResult } from "./sentinel.js";
 import type { TracingOffResult } from "./tracing-off.js";
 import type { WorkspaceInboxResult } from "./workspace-inbox.js";
 
@@ -37,6 +38,8 @@ export interface Extra {
   retryLayer?: RetryLayerResult | undefined;
   /** `REDIS_WAIT_REPLICAS=1` against 0 on a primary with one replica (bench/replica-wait.ts). */
   replicaWait?: ReplicaWaitResult | undefined;
+  /** SuggestTask through Sentinel against the primary direct (bench/sentinel.ts). */
+  sentinel?: SentinelResult | undefined;
   /** Redis CPU per offer on 3 and 9 primaries (bench/cluster-notices.ts; BENCH_CLUSTER=1). */
   clusterNotices?: ClusterNoticesResult | undefined;
 }
@@ -212,6 +215,18 @@ function replicaWaitLine(p: ReplicaWaitPair): ExtraRow {
   };
 }
 
+function sentinelLine(r: SentinelResult): ExtraRow {
+  const ratio = r.sentinel.serverCpuUsPerCall / r.direct.serverCpuUsPerCall;
+  const errors = r.sentinel.errors + r.direct.errors;
+  return {
+    measure:
+      "SuggestTask through Sentinel (`redis+sentinel://`) vs the same primary direct (`redis://`)",
+    figure: `server CPU ${n0(r.sentinel.serverCpuUsPerCall)} vs ${n0(r.direct.serverCpuUsPerCall)} µs a call (${ratio.toFixed(2)}×); p50 ${r.sentinel.p50Ms.toFixed(2)} vs ${r.direct.p50Ms.toFixed(2)} ms; ${n0(r.sentinel.callsPerSecond)} vs ${n0(r.direct.callsPerSecond)} calls/s (windows of direct, Sentinel, Sentinel, direct)${errors > 0 ? `; ${errors} errors: ${r.sentinel.firstError ?? r.direct.firstError ?? "?"}` : ""}`,
+    target: "≤ 1.05×",
+    met: ratio <= 1.05 && errors === 0,
+  };
+}
+
 function clusterNoticesLine(c: ClusterNoticesResult): ExtraRow {
   return {
     measure: c.measure,
@@ -236,6 +251,7 @@ export function extraRowsOf(extra: Extra, rows: readonly Row[], machineCores: nu
     ...(extra.authCost === undefined ? [] : [authCostLine(extra.authCost)]),
     ...(extra.mcpCost === undefined ? [] : [mcpCostLine(extra.mcpCost)]),
     ...(extra.replicaWait?.pairs.map(replicaWaitLine) ?? []),
+    ...(extra.sentinel === undefined ? [] : [sentinelLine(extra.sentinel)]),
     ...(extra.clusterNotices === undefined ? [] : [clusterNoticesLine(extra.clusterNotices)]),
   ];
 }

@@ -59,6 +59,20 @@ export function redisUrl(env: Env, name: string): string | undefined {
 }
 
 /**
+ * REDIS_URL and what reaching it takes: REDIS_TLS_* (`redisTls`) and the sentinels'
+ * credentials (`sentinelCredentials`).
+ */
+export function redisSettings(env: Env): {
+  redisUrl: string | undefined;
+  redisTls: RedisTls | undefined;
+  redisSentinelUsername: string | undefined;
+  redisSentinelPassword: string | undefined;
+} {
+  const where = redisUrl(env, "REDIS_URL");
+  return { redisUrl: where, redisTls: redisTls(env, where), ...sentinelCredentials(env) };
+}
+
+/**
  * REDIS_TLS_CA_FILE, REDIS_TLS_CERT_FILE, REDIS_TLS_KEY_FILE and REDIS_TLS_SERVERNAME for
  * the Redis of `redisUrl`: the files read and checked now, so that a bad one stops the
  * start (redis/redis-tls.ts `readRedisTls`); none set: undefined.
@@ -76,6 +90,29 @@ export function redisTls(env: Env, redisUrl: string | undefined): RedisTls | und
     if (err instanceof RedisTlsError) throw new ConfigError(err.message);
     throw err;
   }
+}
+
+/**
+ * REDIS_SENTINEL_USERNAME and REDIS_SENTINEL_PASSWORD, the sentinels' own credentials
+ * (the URL's are the data nodes'); refused beside a REDIS_URL that names no sentinels,
+ * where they would silently do nothing.
+ */
+export function sentinelCredentials(env: Env): {
+  redisSentinelUsername: string | undefined;
+  redisSentinelPassword: string | undefined;
+} {
+  const username = env.REDIS_SENTINEL_USERNAME || undefined;
+  const password = env.REDIS_SENTINEL_PASSWORD || undefined;
+  const set = password === undefined ? "REDIS_SENTINEL_USERNAME" : "REDIS_SENTINEL_PASSWORD";
+  if (
+    (username !== undefined || password !== undefined) &&
+    !/^rediss?\+sentinel:/.test(env.REDIS_URL ?? "")
+  ) {
+    throw new ConfigError(
+      `${set} is set, but REDIS_URL names no sentinels (redis+sentinel://host:port/<master-name>)`,
+    );
+  }
+  return { redisSentinelUsername: username, redisSentinelPassword: password };
 }
 
 /**

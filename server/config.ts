@@ -5,8 +5,7 @@ import {
   integer,
   jwtSettings,
   origins,
-  redisTls,
-  redisUrl,
+  redisSettings,
   tlsFiles,
   tokens,
   url,
@@ -25,12 +24,17 @@ export interface ServiceConfig {
   /** Port to listen on; 0 picks a free one. */
   readonly port: number;
   /**
-   * Redis to use: one server (`redis://`, `rediss://`) or a Redis Cluster
-   * (`redis+cluster://host:port,host:port`); unset: `npm start` runs a private `redis-server`.
+   * Redis to use: one server (`redis://`, `rediss://`), a Redis Cluster
+   * (`redis+cluster://host:port,host:port`) or the primary Redis Sentinel names
+   * (`redis+sentinel://host:port,host:port/<master-name>`); unset: `npm start` runs a
+   * private `redis-server`.
    */
   readonly redisUrl: string | undefined;
   /** TLS to a `rediss` Redis with a team's own CA, client certificate, servername (REDIS_TLS_*). */
   readonly redisTls: RedisTls | undefined;
+  /** The sentinels' own user and password (the URL's are the data nodes'). */
+  readonly redisSentinelUsername: string | undefined;
+  readonly redisSentinelPassword: string | undefined;
   /** A remote `ChatHostService`; unset: the embedded host is used and served. */
   readonly chatHostUrl: string | undefined;
   /** The bearer token sent to the remote chat host, if it asks for one. */
@@ -129,6 +133,8 @@ export const defaultConfig: Readonly<ServiceConfig> = Object.freeze({
   port: 8080,
   redisUrl: undefined,
   redisTls: undefined,
+  redisSentinelUsername: undefined,
+  redisSentinelPassword: undefined,
   chatHostUrl: undefined,
   chatHostToken: undefined,
   dataDir: ".data",
@@ -177,7 +183,6 @@ export function configFromEnv(env: Env, openFileLimit?: number): ServiceConfig {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")} (got "${logLevel}")`);
   }
   const tls = tlsFiles(env);
-  const redis = redisUrl(env, "REDIS_URL");
   return {
     host: env.HOST || defaultConfig.host,
     defaultDeadlineMs: integer(
@@ -204,8 +209,7 @@ export function configFromEnv(env: Env, openFileLimit?: number): ServiceConfig {
     // ListSuggestions (docs/performance.md "The gRPC path"); 0 keeps connect-node alone.
     grpcFastPath: flag(env, "GRPC_FAST_PATH", defaultConfig.grpcFastPath),
     port: integer(env, "PORT", defaultConfig.port, 0, 65535),
-    redisUrl: redis,
-    redisTls: redisTls(env, redis),
+    ...redisSettings(env),
     // Unset: the embedded host, whose session record Start reads in its first script
     // (docs/performance.md "Where each RPC's time goes"); set: the product's own host.
     chatHostUrl: url(env, "CHAT_HOST_URL", ["http:", "https:"]),

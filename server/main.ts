@@ -17,6 +17,7 @@ import {
 } from "./redis/redis-server-process.js";
 import { parseRedisUrl, redact } from "./redis/redis-url.js";
 import { type SuggestServer, startSuggestServer } from "./server.js";
+import { redisAccessOf } from "./server-settings.js";
 import { rebuildInboxes } from "./store/inbox-rebuild.js";
 import { createRedisClient } from "./store/scripts.js";
 
@@ -101,6 +102,13 @@ async function main(): Promise<void> {
   process.once("SIGTERM", () => void stop("SIGTERM"));
 }
 
+/** How the start line names each kind of `REDIS_URL`. */
+const REDIS_KIND_NAMES = {
+  single: "Redis",
+  cluster: "Redis Cluster",
+  sentinel: "Redis Sentinel",
+} as const;
+
 /** The one line `npm start` prints: where it listens, its Redis, its host, its page. */
 function startupLine(
   config: ServiceConfig,
@@ -117,7 +125,7 @@ function startupLine(
     })`,
     privateRedis
       ? `private ${privateRedis.executable} on ${privateRedis.url}${privateRedis.socketUrl && privateRedis.socketUrl !== privateRedis.url ? ` and ${privateRedis.socketUrl}` : ""}, data in ${privateRedis.dir}`
-      : `${parseRedisUrl(redisUrl).kind === "cluster" ? "Redis Cluster" : "Redis"} at ${redact(redisUrl)}`,
+      : `${REDIS_KIND_NAMES[parseRedisUrl(redisUrl).kind]} at ${redact(redisUrl)}`,
     config.chatHostUrl ? `chat host at ${config.chatHostUrl}` : "embedded chat host",
     ...(tracing !== undefined ? ["traces to the OTLP endpoint"] : []),
     existsSync(join(config.inspectorDir, "index.html"))
@@ -174,7 +182,7 @@ async function rebuildInboxCommand(
   config: ServiceConfig,
   release: () => Promise<void>,
 ): Promise<void> {
-  const redis = createRedisClient(redisUrl, undefined, config.redisTls);
+  const redis = createRedisClient(redisUrl, undefined, redisAccessOf(config));
   const report = await rebuildInboxes(redis);
   console.log(`rebuilt the inbox of ${report.announced} chat(s) from ${report.chats} log(s)`);
   await redis.quit();

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import { defaultConfig, type ServiceConfig } from "./config.js";
+import type { RedisAccess } from "./redis/redis-client.js";
 import type { WriteConfirmation } from "./redis/write-confirm.js";
 import type { ClientLimits } from "./transport/connection-guard.js";
 
@@ -28,6 +29,8 @@ export type ServerSettings = Pick<
       | "redisWaitReplicas"
       | "redisWaitTimeoutMs"
       | "redisTls"
+      | "redisSentinelUsername"
+      | "redisSentinelPassword"
     >
   > & {
     /** Where the call log goes; by default pino to stdout at `logLevel`. */
@@ -64,5 +67,16 @@ export function writeConfirmationOf(settings: ServerSettings): WriteConfirmation
   return {
     replicas: settings.redisWaitReplicas ?? defaultConfig.redisWaitReplicas,
     timeoutMs: settings.redisWaitTimeoutMs ?? defaultConfig.redisWaitTimeoutMs,
+  };
+}
+
+/** What the Redis connections need beyond the URL: the sentinels' own credentials. */
+export function redisAccessOf(
+  settings: Pick<ServerSettings, "redisSentinelUsername" | "redisSentinelPassword" | "redisTls">,
+): RedisAccess {
+  return {
+    sentinelUsername: settings.redisSentinelUsername,
+    sentinelPassword: settings.redisSentinelPassword,
+    tls: settings.redisTls,
   };
 }

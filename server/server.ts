@@ -27,7 +27,12 @@ import { storeProblemAtStart } from "./redis/store-checks.js";
 import { buildServices, mcpRoute, type RoutesDeps, routesOf } from "./routes.js";
 import { Readiness } from "./rpc/readiness.js";
 import { StartFlights } from "./rpc/start-flights.js";
-import { clientLimitsOf, type ServerSettings, writeConfirmationOf } from "./server-settings.js";
+import {
+  clientLimitsOf,
+  redisAccessOf,
+  type ServerSettings,
+  writeConfirmationOf,
+} from "./server-settings.js";
 import type { PubSub } from "./store/pubsub.js";
 import { StartLocks } from "./store/start-locks.js";
 import { SuggestionStore } from "./store/suggestion-store.js";
@@ -231,7 +236,8 @@ function createParts(
     settings.logger ?? pino({ level: settings.logLevel ?? defaultConfig.logLevel }, logOut?.stream),
   );
   const { redis, stopOutageLog, answers, stopStoreWatch } = redisParts(
-    settings,
+    settings.redisUrl,
+    redisAccessOf(settings),
     writeConfirmationOf(settings),
     telemetry,
   );

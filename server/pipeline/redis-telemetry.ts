@@ -1,8 +1,9 @@
 import type { Redis } from "ioredis";
 import { AnswerWatch } from "../redis/answer-watch.js";
+import { watchFailoverChecks } from "../redis/failover-checks.js";
 import { logRedisOutages } from "../redis/outage-log.js";
-import { type RedisClient, subscriberConnection } from "../redis/redis-client.js";
-import type { RedisSettings } from "../redis/redis-tls.js";
+import { type RedisAccess, type RedisClient, subscriberConnection } from "../redis/redis-client.js";
+import { isSentinelClient } from "../redis/redis-sentinel.js";
 import { redact } from "../redis/redis-url.js";
 import { watchEvictionPolicy } from "../redis/store-checks.js";
 import { type StoreRefusal, storeCondition } from "../redis/store-condition.js";
@@ -57,11 +58,20 @@ export function watchAnswers(redis: Redis, telemetry: Telemetry): AnswerWatch {
 /**
  * The store's condition told to telemetry and logs: each refused write counted by kind,
  * each problem that makes the service not ready (an evicting policy found on a
- * reconnection, a disk that refuses writes) logged when it comes and when it goes.
+ * reconnection, a disk that refuses writes, and, through Sentinel, a promoted primary
+ * short of `waitReplicas` replicas) logged when it comes and when it goes.
  */
-export function watchStore(redis: RedisClient, telemetry: Telemetry): () => void {
+export function watchStore(
+  redis: RedisClient,
+  waitReplicas: number,
+  telemetry: Telemetry,
+): () => void {
   const condition = storeCondition(redis);
   const stopEvictionChecks = watchEvictionPolicy(redis);
+  const stopFailoverChecks =
+    !redis.isCluster && isSentinelClient(redis as Redis)
+      ? watchFailoverChecks(redis as Redis, waitReplicas)
+      : () => {};
   const onRefused = (refusal: StoreRefusal) => telemetry.storeRefusals.inc({ kind: refusal.kind });
   let logged = new Map<string, string>();
   const onChange = () => {
@@ -77,6 +87,7 @@ export function watchStore(redis: RedisClient, telemetry: Telemetry): () => void
   condition.on("change", onChange);
   return () => {
     stopEvictionChecks();
+    stopFailoverChecks();
     condition.off("refused", onRefused);
     condition.off("change", onChange);
     condition.close();
@@ -102,11 +113,12 @@ export interface RedisParts {
  * store's condition (eviction policy, disk).
  */
 export function redisParts(
-  { redisUrl: url, redisTls: tls }: RedisSettings,
+  url: string,
+  access: RedisAccess,
   confirmation: WriteConfirmation,
   telemetry: Telemetry,
 ): RedisParts {
-  const redis = createRedisClient(url, confirmation, tls);
+  const redis = createRedisClient(url, confirmation, access);
   redis.on("error", () => {
     telemetry.redisErrors.inc();
   });
@@ -114,6 +126,6 @@ export function redisParts(
     redis,
     stopOutageLog: logRedisOutages(redis, redact(url), telemetry.logger),
     answers: redis.isCluster ? undefined : watchAnswers(redis as Redis, telemetry),
-    stopStoreWatch: watchStore(redis, telemetry),
+    stopStoreWatch: watchStore(redis, confirmation.replicas, telemetry),
   };
 }

@@ -1,6 +1,8 @@
 import { EventEmitter } from "node:events";
 import type { Redis } from "ioredis";
+import { isSentinelClient } from "./redis-sentinel.js";
 import { storeCondition } from "./store-condition.js";
+import { watchSwitches } from "./switch-watch.js";
 
 /** How often the probe asks Redis. */
 export const PROBE_EVERY_MS = 250;
@@ -45,8 +47,10 @@ export interface AnswerWatchEvents {
  *   The subscriber subscribes again and its watchers read the log again
  *   (store/pubsub.ts), so no change made meanwhile is missed.
  *
+ * Through Sentinel, the followed connections and the probe are also made again each
+ * time a sentinel announces a new primary (redis/switch-watch.ts), to the one it names.
  * A cluster is not watched this way: its client finds the promoted replica itself.
- * Pinned by test/e2e/redis-swap.test.ts.
+ * Pinned by test/e2e/redis-swap.test.ts and test/e2e/sentinel-failover.test.ts.
  */
 export class AnswerWatch extends EventEmitter<AnswerWatchEvents> {
   readonly #client: Redis;
@@ -56,6 +60,7 @@ export class AnswerWatch extends EventEmitter<AnswerWatchEvents> {
   #lastAnswer = Date.now();
   #down = false;
   #stopped = false;
+  readonly #stopSwitches: () => void;
 
   /** @param client the command client; its duplicate is the probe, and it is followed. */
   constructor(client: Redis) {
@@ -73,6 +78,9 @@ export class AnswerWatch extends EventEmitter<AnswerWatchEvents> {
     });
     this.#probe.on("error", (err: Error) => this.emit("probeError", err));
     this.#followed.add(client);
+    this.#stopSwitches = isSentinelClient(client)
+      ? watchSwitches(client, () => this.#switched())
+      : () => {};
     this.#schedule(0);
   }
 
@@ -89,6 +97,7 @@ export class AnswerWatch extends EventEmitter<AnswerWatchEvents> {
   /** Stops the probe and closes its connection. */
   stop(): void {
     this.#stopped = true;
+    this.#stopSwitches();
     clearTimeout(this.#timer);
     this.#probe.disconnect();
   }
@@ -118,6 +127,31 @@ export class AnswerWatch extends EventEmitter<AnswerWatchEvents> {
     this.#schedule(PROBE_EVERY_MS);
   }
 
+  /**
+   * Makes `connection` again should the recycling end it: a client of the sentinels
+   * closed while it asks them for the primary ends for good instead of connecting again
+   * (ioredis 5), and its calls would fail UNAVAILABLE until a restart.
+   */
+  #madeAgainIfEnded(connection: Redis): void {
+    const onEnd = () => {
+      connection.off("ready", onReady);
+      if (!this.#stopped) connection.connect().catch(() => {});
+    };
+    const onReady = () => connection.off("end", onEnd);
+    connection.once("end", onEnd);
+    connection.once("ready", onReady);
+  }
+
+  /** The sentinels named a new primary: every connection is made again, to it. */
+  #switched(): void {
+    for (const connection of [...this.#followed, this.#probe]) {
+      if (connection.status === "end" || connection.status === "wait") continue;
+      this.emit("recycled", "the sentinels named a new primary");
+      this.#madeAgainIfEnded(connection);
+      connection.disconnect(true);
+    }
+  }
+
   #turn(down: boolean): void {
     this.#down = down;
     // No queue while Redis does not answer: calls fail at once instead of waiting.
@@ -129,6 +163,7 @@ export class AnswerWatch extends EventEmitter<AnswerWatchEvents> {
       if (!down) {
         if (connection.status === "end" || connection.status === "wait") continue;
         this.emit("recycled", why);
+        this.#madeAgainIfEnded(connection);
         connection.disconnect(true);
         continue;
       }

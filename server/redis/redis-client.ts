@@ -1,5 +1,6 @@
 import type { Socket } from "node:net";
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
+import { type SentinelCredentials, sentinelOptions } from "./redis-sentinel.js";
 import { clusterTlsOptions, type RedisTls, singleTlsOptions } from "./redis-tls.js";
 import { parseRedisUrl } from "./redis-url.js";
 import { confirmsPerTurn, sendOwedWait } from "./turn-waits.js";
@@ -29,6 +30,15 @@ export const defaultRedisOptions: Readonly<RedisOptions> = Object.freeze({
   disconnectTimeout: 100,
 });
 
+/**
+ * What a connection needs beyond `REDIS_URL`: the sentinels' own credentials, and the
+ * TLS settings of the `rediss` forms (REDIS_TLS_*, redis/redis-tls.ts; none given: Node's
+ * CAs, the node's name).
+ */
+export interface RedisAccess extends SentinelCredentials {
+  readonly tls?: RedisTls | undefined;
+}
+
 /** The longest wait between two attempts to connect again to a standalone Redis. */
 export const RECONNECT_MOST_MS = 200;
 
@@ -57,25 +67,31 @@ export const defaultClusterOptions: Readonly<ClusterOptions> = Object.freeze({
 
 /**
  * A client of the Redis that `url` names: `redis://`, `rediss://` and `unix://` make a `Redis`,
- * `redis+cluster://` and `rediss+cluster://` (see `parseRedisUrl`) a `Cluster`. The
- * store defines its scripts on it (store/scripts.ts `createRedisClient`). A `rediss`
- * URL's connections take `tls` (REDIS_TLS_*, redis/redis-tls.ts), Node's defaults
- * without it.
+ * `redis+sentinel://` and `rediss+sentinel://` a `Redis` of the primary the sentinels
+ * name (redis/redis-sentinel.ts), `redis+cluster://` and `rediss+cluster://` (see
+ * `parseRedisUrl`) a `Cluster`. The store defines its scripts on it (store/scripts.ts
+ * `createRedisClient`). A `rediss` URL's connections take `access.tls` (REDIS_TLS_*,
+ * redis/redis-tls.ts), Node's defaults without it.
  */
-export function connectRedis(url: string, tls?: RedisTls): RedisClient {
+export function connectRedis(url: string, access: RedisAccess = {}): RedisClient {
   const target = parseRedisUrl(url);
-  if (target.kind === "single") {
+  if (target.kind !== "cluster") {
     const client =
-      target.socket === undefined
-        ? new Redis(url, {
+      target.kind === "sentinel"
+        ? new Redis({
             ...defaultRedisOptions,
-            ...(url.startsWith("rediss:") ? singleTlsOptions(tls) : {}),
+            ...sentinelOptions(target, access, target.tls ? (access.tls ?? {}) : undefined),
           })
-        : new Redis({ ...defaultRedisOptions, path: target.socket });
+        : target.socket === undefined
+          ? new Redis(url, {
+              ...defaultRedisOptions,
+              ...(url.startsWith("rediss:") ? singleTlsOptions(access.tls) : {}),
+            })
+          : new Redis({ ...defaultRedisOptions, path: target.socket });
     batchWritesPerTurn(client);
     return client;
   }
-  const secure = target.tls ? clusterTlsOptions(tls) : undefined;
+  const secure = target.tls ? clusterTlsOptions(access.tls) : undefined;
   const client = new Cluster(
     target.seeds.map((s) => ({ ...s })),
     {

@@ -76,7 +76,7 @@ export function readRedisTls(files: RedisTlsFiles, url: string | undefined): Red
   if (url === undefined || !TLS_URL.test(url)) {
     const got = url === undefined ? "is unset (the private Redis)" : `is "${redact(url)}"`;
     throw new RedisTlsError(
-      `${VARIABLES[set]} is set, but REDIS_URL ${got}: TLS to Redis needs a rediss:// or rediss+cluster:// REDIS_URL`,
+      `${VARIABLES[set]} is set, but REDIS_URL ${got}: TLS to Redis needs a rediss://, rediss+cluster:// or rediss+sentinel:// REDIS_URL`,
     );
   }
   if ((certFile === undefined) !== (keyFile === undefined)) {

@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from "ioredis";
 import type { RedisClient } from "./redis-client.js";
+import { connectedAddress, isSentinelClient } from "./redis-sentinel.js";
 import type { RedisSettings } from "./redis-tls.js";
 import { storeCondition } from "./store-condition.js";
 import { tlsRefusalAt } from "./tls-refusal.js";
@@ -7,8 +8,9 @@ import { tlsRefusalAt } from "./tls-refusal.js";
 /** The only `maxmemory-policy` under which Redis never drops a key it acknowledged. */
 export const REQUIRED_POLICY = "noeviction";
 
-/** A node's address as the messages name it. */
-function nodeName(node: Redis): string {
+/** A node's address as the messages name it: for Sentinel, the primary connected to. */
+export function nodeName(node: Redis): string {
+  if (isSentinelClient(node)) return connectedAddress(node) ?? `the primary ${node.options.name}`;
   const { host, port, path } = node.options;
   return path ? `unix://${path}` : `${host ?? "127.0.0.1"}:${port ?? 6379}`;
 }
@@ -51,16 +53,26 @@ export async function storeProblem(
   for (const node of primaries(client)) {
     const policy = await evictionPolicy(node);
     if (policy !== undefined && policy !== REQUIRED_POLICY) return evictingMessage(node, policy);
-    if (waitReplicas > 0) {
-      const info = await node.info("replication");
-      // Replicas still loading their first copy do not confirm writes yet.
-      const connected = info.match(/^slave\d+:.*state=online/gm)?.length ?? 0;
-      if (connected < waitReplicas) {
-        return `REDIS_WAIT_REPLICAS is ${waitReplicas}, and Redis at ${nodeName(node)} has ${connected} replica(s) online (INFO replication): every write would fail; connect ${waitReplicas} replica(s) to it, or lower REDIS_WAIT_REPLICAS`;
-      }
-    }
+    const replicas = await replicaProblem(node, waitReplicas);
+    if (replicas !== undefined) return replicas;
   }
   return undefined;
+}
+
+/**
+ * With `waitReplicas` above 0, why `node` (a primary) cannot confirm writes: fewer
+ * replicas online than that (`INFO replication`); undefined when it can.
+ */
+export async function replicaProblem(
+  node: Redis,
+  waitReplicas: number,
+): Promise<string | undefined> {
+  if (waitReplicas <= 0) return undefined;
+  const info = await node.info("replication");
+  // Replicas still loading their first copy do not confirm writes yet.
+  const connected = info.match(/^slave\d+:.*state=online/gm)?.length ?? 0;
+  if (connected >= waitReplicas) return undefined;
+  return `REDIS_WAIT_REPLICAS is ${waitReplicas}, and Redis at ${nodeName(node)} has ${connected} replica(s) online (INFO replication): every write would fail; connect ${waitReplicas} replica(s) to it, or lower REDIS_WAIT_REPLICAS`;
 }
 
 /**

@@ -112,8 +112,12 @@ export class StoreCondition extends EventEmitter {
     const refusal = storeRefusal(err);
     if (refusal === undefined) return;
     this.emit("refused", refusal);
-    if (refusal.kind !== "disk") return;
-    this.set("disk", `Redis refuses writes: ${refusal.cause}`);
+    if (refusal.kind === "disk") this.diskRefuses(refusal.cause);
+  }
+
+  /** Makes the disk's problem, until every primary reports its writes ok again. */
+  diskRefuses(cause: string): void {
+    this.set("disk", `Redis refuses writes: ${cause}`);
     this.#diskTimer ??= setInterval(() => void this.#checkDisk(), 1_000).unref();
   }
 

@@ -80,8 +80,8 @@ function wrongName(err: unknown, notVerified: string, tls: ConnectionOptions | u
 
 /**
  * The TLS refusal of the Redis of `url` (REDIS_URL) with `tls` (REDIS_TLS_*), found by a
- * handshake of its own with each endpoint the URL names (one server, or each cluster
- * seed) and a PING, or undefined when every handshake is accepted, the URL is not TLS,
+ * handshake of its own with each endpoint the URL names (one server, each cluster seed,
+ * or each sentinel) and a PING, or undefined when every handshake is accepted, the URL is not TLS,
  * or an endpoint fails for another reason (down, slow: the client waits for it, as
  * before). Its own connection, because a client's errors do not all reach its listeners
  * (a cluster asks for its slots on a connection of ioredis's own whose errors it drops).
@@ -103,10 +103,11 @@ export async function tlsRefusalAt(
   return refusals.find((refusal) => refusal !== undefined);
 }
 
-/** The endpoints a TLS `url` names: its host, or its cluster's seeds; none when not TLS. */
+/** The endpoints a TLS `url` names: its host, its cluster's seeds or its sentinels; none when not TLS. */
 function tlsEndpoints(url: string): readonly { host: string; port: number }[] {
   const target = parseRedisUrl(url);
   if (target.kind === "cluster") return target.tls ? target.seeds : [];
+  if (target.kind === "sentinel") return target.tls ? target.sentinels : [];
   if (!url.startsWith("rediss:")) return [];
   const parsed = new URL(url);
   return [{ host: parsed.hostname.replace(/^\[(.*)\]$/, "$1"), port: Number(parsed.port || 6379) }];

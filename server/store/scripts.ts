@@ -1,7 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import type { ClientContext, Cluster, Redis, Result } from "ioredis";
-import { connectRedis, type RedisClient } from "../redis/redis-client.js";
-import type { RedisTls } from "../redis/redis-tls.js";
+import { connectRedis, type RedisAccess, type RedisClient } from "../redis/redis-client.js";
 import { confirmWrites, type WriteConfirmation } from "../redis/write-confirm.js";
 
 /** A line that inlines `includes/<name>.lua` in its place. */
@@ -88,15 +87,15 @@ let cached: readonly ScriptSource[] | undefined;
 /**
  * A client of the Redis that `url` names with every script of the service defined on
  * it: what the service, the tests and the bench use. With `confirmation`, each write
- * waits for that many replicas (redis/write-confirm.ts); `tls` is a `rediss` URL's
- * (redis/redis-tls.ts).
+ * waits for that many replicas (redis/write-confirm.ts); `access` holds the sentinels'
+ * credentials and the TLS options (redis-client.ts `RedisAccess`).
  */
 export function createRedisClient(
   url: string,
   confirmation?: WriteConfirmation,
-  tls?: RedisTls,
+  access?: RedisAccess,
 ): RedisClient {
-  const client = connectRedis(url, tls);
+  const client = connectRedis(url, access);
   if (confirmation !== undefined) confirmWrites(client, confirmation);
   defineScripts(client);
   return client;

@@ -46,14 +46,11 @@ describe.skipIf(!hasOpenssl)("TLS to a Redis Cluster (rediss+cluster://)", () =>
   test("with REDIS_TLS_CA_FILE and REDIS_TLS_SERVERNAME: an offer recorded on the cluster and read back", async () => {
     const env = { REDIS_TLS_CA_FILE: files.ca.cert, REDIS_TLS_SERVERNAME: "redis.internal" };
     const service = await spawnService(cluster.url, env);
-    const reader = createRedisClient(
+    const tls = readRedisTls(
+      { caFile: env.REDIS_TLS_CA_FILE, servername: env.REDIS_TLS_SERVERNAME },
       cluster.url,
-      undefined,
-      readRedisTls(
-        { caFile: env.REDIS_TLS_CA_FILE, servername: env.REDIS_TLS_SERVERNAME },
-        cluster.url,
-      ),
     );
+    const reader = createRedisClient(cluster.url, undefined, { tls });
     try {
       const clients = grpcClients(service.url);
       const sessionId = uniqueId("cluster-tls");

@@ -51,19 +51,16 @@ afterAll(async () => {
  */
 async function servesOffers(redis: RedisServerProcess, env: Record<string, string>) {
   const service = await spawnService(redis.url, env);
-  const reader = createRedisClient(
+  const tls = readRedisTls(
+    {
+      caFile: env.REDIS_TLS_CA_FILE,
+      certFile: env.REDIS_TLS_CERT_FILE,
+      keyFile: env.REDIS_TLS_KEY_FILE,
+      servername: env.REDIS_TLS_SERVERNAME,
+    },
     redis.url,
-    undefined,
-    readRedisTls(
-      {
-        caFile: env.REDIS_TLS_CA_FILE,
-        certFile: env.REDIS_TLS_CERT_FILE,
-        keyFile: env.REDIS_TLS_KEY_FILE,
-        servername: env.REDIS_TLS_SERVERNAME,
-      },
-      redis.url,
-    ),
   );
+  const reader = createRedisClient(redis.url, undefined, { tls });
   try {
     const clients = grpcClients(service.url);
     expect((await createClient(Health, clients.transport).check({})).status).toBe(Status.SERVING);
@@ -164,7 +161,7 @@ describe.skipIf(!hasOpenssl)("TLS to Redis (rediss://, REDIS_TLS_*)", () => {
     try {
       const tls = readRedisTls({ caFile: files.ca.cert }, named.url);
       for (let i = 0; i < 60; i++) {
-        const client = connectRedis(named.url, tls);
+        const client = connectRedis(named.url, { tls });
         client.on("error", (err: NodeJS.ErrnoException) => seen.add(String(err.code)));
         await new Promise((resolve) => setTimeout(resolve, i % 8));
         await client.quit().catch(() => client.disconnect());

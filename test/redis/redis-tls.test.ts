@@ -146,7 +146,8 @@ describe.skipIf(!hasOpenssl)("REDIS_TLS_* files", () => {
   });
 
   test("with a REDIS_URL that is not TLS, or the private Redis: refused, not ignored", () => {
-    const tail = "TLS to Redis needs a rediss:// or rediss+cluster:// REDIS_URL";
+    const tail =
+      "TLS to Redis needs a rediss://, rediss+cluster:// or rediss+sentinel:// REDIS_URL";
     expect(refusalWith({ caFile: files.ca.cert }, "redis://:pw@10.0.0.1:6379")).toBe(
       `REDIS_TLS_CA_FILE is set, but REDIS_URL is "redis://:***@10.0.0.1:6379": ${tail}`,
     );

@@ -103,3 +103,149 @@ test("one setting picks the client: Redis for one server, Cluster (with the serv
     cluster.disconnect();
   }
 });
+
+test("redis+sentinel:// names the primary of a master name by its sentinels, with the data nodes' credentials", () => {
+  expect(
+    parseRedisUrl("redis+sentinel://10.0.0.1:26379, sentinel-2.internal:26380,[::1]:26381/cache"),
+  ).toEqual({
+    kind: "sentinel",
+    sentinels: [
+      { host: "10.0.0.1", port: 26379 },
+      { host: "sentinel-2.internal", port: 26380 },
+      { host: "::1", port: 26381 },
+    ],
+    name: "cache",
+    username: undefined,
+    password: undefined,
+    tls: false,
+  });
+  expect(parseRedisUrl("rediss+sentinel://app:p%40ss@s1:26379/my%20master")).toEqual({
+    kind: "sentinel",
+    sentinels: [{ host: "s1", port: 26379 }],
+    name: "my master",
+    username: "app",
+    password: "p@ss",
+    tls: true,
+  });
+  expect(parseRedisUrl("redis+sentinel://:secret@s1:26379/m")).toMatchObject({
+    username: undefined,
+    password: "secret",
+  });
+  expect(redact("redis+sentinel://app:s3cret@s1:26379/m")).toBe(
+    "redis+sentinel://app:***@s1:26379/m",
+  );
+  expect(configFromEnv({ REDIS_URL: "redis+sentinel://s1:26379/m" }).redisUrl).toBe(
+    "redis+sentinel://s1:26379/m",
+  );
+});
+
+test("a malformed sentinel URL is refused naming what is missing, never showing the password", () => {
+  const cases: [string, string][] = [
+    [
+      "redis+sentinel://s1:26379",
+      'must name the master after the sentinels, as redis+sentinel://host:26379/mymaster (got "redis+sentinel://s1:26379")',
+    ],
+    [
+      "rediss+sentinel://u:pw@s1:26379/",
+      'must name the master after the sentinels, as rediss+sentinel://host:26379/mymaster (got "rediss+sentinel://u:***@s1:26379/")',
+    ],
+    [
+      "redis+sentinel://s1:26379/m/0",
+      'must name the master after the sentinels, as redis+sentinel://host:26379/mymaster (got "redis+sentinel://s1:26379/m/0")',
+    ],
+    [
+      "redis+sentinel://s1:26379/m?db=1",
+      'must name the master after the sentinels, as redis+sentinel://host:26379/mymaster (got "redis+sentinel://s1:26379/m?db=1")',
+    ],
+    [
+      "redis+sentinel://:pw@s1/m",
+      'must list sentinels as host:port separated by commas (got "s1" in "redis+sentinel://:***@s1/m")',
+    ],
+    [
+      "redis+sentinel://s1:26379,,s2:26379/m",
+      'must list sentinels as host:port separated by commas (got "" in "redis+sentinel://s1:26379,,s2:26379/m")',
+    ],
+    [
+      "redis+sentinel:///m",
+      'must list sentinels as host:port separated by commas (got "" in "redis+sentinel:///m")',
+    ],
+    [
+      "redis+sentinel://s1:0/m",
+      'must list sentinels as host:port separated by commas (got "s1:0" in "redis+sentinel://s1:0/m")',
+    ],
+    [
+      "redis+sentinel://u:%zz@s1:26379/m",
+      'must percent-encode its user, password and master name (got "redis+sentinel://u:***@s1:26379/m")',
+    ],
+    [
+      "sentinel://s1:26379/m",
+      'must start with redis:, rediss:, unix:, redis+cluster:, rediss+cluster:, redis+sentinel: or rediss+sentinel: (got "sentinel://s1:26379/m")',
+    ],
+  ];
+  for (const [raw, message] of cases) {
+    expect(() => parseRedisUrl(raw), raw).toThrow(new RedisUrlError(message));
+    expect(() => configFromEnv({ REDIS_URL: raw }), raw).toThrow(
+      new ConfigError(`REDIS_URL ${message}`),
+    );
+  }
+});
+
+test("the sentinels' own credentials are settings of their own, refused beside a URL without sentinels", () => {
+  const config = configFromEnv({
+    REDIS_URL: "redis+sentinel://data:pw@s1:26379/m",
+    REDIS_SENTINEL_USERNAME: "watcher",
+    REDIS_SENTINEL_PASSWORD: "s3ntinel",
+  });
+  expect([config.redisSentinelUsername, config.redisSentinelPassword]).toEqual([
+    "watcher",
+    "s3ntinel",
+  ]);
+  expect(configFromEnv({ REDIS_URL: "redis+sentinel://s1:26379/m" }).redisSentinelPassword).toBe(
+    undefined,
+  );
+  for (const [name, url] of [
+    ["REDIS_SENTINEL_PASSWORD", "redis://h:1"],
+    ["REDIS_SENTINEL_USERNAME", "redis+cluster://h:1"],
+    ["REDIS_SENTINEL_PASSWORD", undefined],
+  ] as const) {
+    expect(() => configFromEnv({ REDIS_URL: url, [name]: "x" }), name).toThrow(
+      new ConfigError(
+        `${name} is set, but REDIS_URL names no sentinels (redis+sentinel://host:port/<master-name>)`,
+      ),
+    );
+  }
+});
+
+test("a sentinel URL makes a Redis client of the sentinels' primary, the options from the URL and the settings", () => {
+  const client = createRedisClient(
+    "rediss+sentinel://data:pw@127.0.0.1:1,127.0.0.1:2/m",
+    undefined,
+    {
+      sentinelUsername: "watcher",
+      sentinelPassword: "s3ntinel",
+    },
+  );
+  client.on("error", () => {});
+  try {
+    expect(client).toBeInstanceOf(Redis);
+    expect(typeof (client as Redis & { offer: unknown }).offer).toBe("function");
+    expect((client as Redis).options).toMatchObject({
+      sentinels: [
+        { host: "127.0.0.1", port: 1 },
+        { host: "127.0.0.1", port: 2 },
+      ],
+      name: "m",
+      username: "data",
+      password: "pw",
+      sentinelUsername: "watcher",
+      sentinelPassword: "s3ntinel",
+      tls: {},
+      sentinelTLS: {},
+      enableTLSForSentinelMode: true,
+      failoverDetector: false,
+      maxRetriesPerRequest: 1,
+    });
+  } finally {
+    client.disconnect();
+  }
+});
