@@ -10,6 +10,7 @@ import type { RedisServerProcess } from "../../server/redis/redis-server-process
 import { readRedisTls } from "../../server/redis/redis-tls.js";
 import { createRedisClient } from "../../server/store/scripts.js";
 import { grpcClients, putSession, spawnService, tempDir, uniqueId } from "../support/harness.js";
+import { startSentinelSet } from "../support/redis-sentinel.js";
 import { type RedisTlsTestFiles, redisTlsTestFiles, startTlsRedis } from "../support/redis-tls.js";
 import { offeredRecords, offerOne } from "../support/suggest.js";
 import { hasOpenssl } from "../support/tls-cert.js";
@@ -172,5 +173,22 @@ describe.skipIf(!hasOpenssl)("TLS to Redis (rediss://, REDIS_TLS_*)", () => {
     }
     expect(seen).toContain("ERR_TLS_CERT_ALTNAME_INVALID");
     expect(uncaught).toEqual([]);
+  });
+
+  test("rediss+sentinel://: TLS to the sentinels and the data nodes (tls-replication yes), an offer recorded", async () => {
+    const set = await startSentinelSet({
+      replicas: 1,
+      tls: { identity: files.server, ca: files.ca },
+    });
+    try {
+      expect(set.url).toMatch(/^rediss\+sentinel:\/\/127\.0\.0\.1:\d+,/);
+      const primary = { ...set.nodes[0], url: set.url } as RedisServerProcess;
+      await servesOffers(primary, { REDIS_TLS_CA_FILE: files.ca.cert });
+      expect(await refusedStart(set.url, { REDIS_TLS_CA_FILE: files.otherCa.cert })).toMatch(
+        /^suggest-task: Redis at 127\.0\.0\.1:\d+ presented a certificate that was not verified with REDIS_TLS_CA_FILE \(self-signed certificate in certificate chain\); set REDIS_TLS_CA_FILE to the PEM bundle of the CA that signs Redis's certificate$/,
+      );
+    } finally {
+      await set.close();
+    }
   });
 });
