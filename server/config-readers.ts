@@ -2,6 +2,7 @@ import { parseScope } from "./domain/grants.js";
 import { isValidId } from "./domain/ids.js";
 import { ROLES, type Role, type TokenGrant } from "./pipeline/auth.js";
 import type { JwtSettings } from "./pipeline/jwt-verifier.js";
+import { type RedisTls, RedisTlsError, readRedisTls } from "./redis/redis-tls.js";
 import { parseRedisUrl, RedisUrlError } from "./redis/redis-url.js";
 
 /** Readers of the settings' environment variables: each names the variable it refuses. */
@@ -55,6 +56,40 @@ export function redisUrl(env: Env, name: string): string | undefined {
     throw err;
   }
   return raw;
+}
+
+/**
+ * REDIS_URL and what reaching it takes: REDIS_TLS_* (`redisTls`) and the sentinels'
+ * credentials (`sentinelCredentials`).
+ */
+export function redisSettings(env: Env): {
+  redisUrl: string | undefined;
+  redisTls: RedisTls | undefined;
+  redisSentinelUsername: string | undefined;
+  redisSentinelPassword: string | undefined;
+} {
+  const where = redisUrl(env, "REDIS_URL");
+  return { redisUrl: where, redisTls: redisTls(env, where), ...sentinelCredentials(env) };
+}
+
+/**
+ * REDIS_TLS_CA_FILE, REDIS_TLS_CERT_FILE, REDIS_TLS_KEY_FILE and REDIS_TLS_SERVERNAME for
+ * the Redis of `redisUrl`: the files read and checked now, so that a bad one stops the
+ * start (redis/redis-tls.ts `readRedisTls`); none set: undefined.
+ */
+export function redisTls(env: Env, redisUrl: string | undefined): RedisTls | undefined {
+  const files = {
+    caFile: env.REDIS_TLS_CA_FILE || undefined,
+    certFile: env.REDIS_TLS_CERT_FILE || undefined,
+    keyFile: env.REDIS_TLS_KEY_FILE || undefined,
+    servername: env.REDIS_TLS_SERVERNAME || undefined,
+  };
+  try {
+    return readRedisTls(files, redisUrl);
+  } catch (err) {
+    if (err instanceof RedisTlsError) throw new ConfigError(err.message);
+    throw err;
+  }
 }
 
 /**

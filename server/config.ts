@@ -5,14 +5,14 @@ import {
   integer,
   jwtSettings,
   origins,
-  redisUrl,
-  sentinelCredentials,
+  redisSettings,
   tlsFiles,
   tokens,
   url,
 } from "./config-readers.js";
 import type { TokenGrant } from "./pipeline/auth.js";
 import type { JwtSettings } from "./pipeline/jwt-verifier.js";
+import type { RedisTls } from "./redis/redis-tls.js";
 import { defaultStartLockSettings } from "./store/start-lock-protocol.js";
 
 export { ConfigError } from "./config-readers.js";
@@ -30,6 +30,8 @@ export interface ServiceConfig {
    * private `redis-server`.
    */
   readonly redisUrl: string | undefined;
+  /** TLS to a `rediss` Redis with a team's own CA, client certificate, servername (REDIS_TLS_*). */
+  readonly redisTls: RedisTls | undefined;
   /** The sentinels' own user and password (the URL's are the data nodes'). */
   readonly redisSentinelUsername: string | undefined;
   readonly redisSentinelPassword: string | undefined;
@@ -130,6 +132,7 @@ export const defaultConfig: Readonly<ServiceConfig> = Object.freeze({
   host: "127.0.0.1",
   port: 8080,
   redisUrl: undefined,
+  redisTls: undefined,
   redisSentinelUsername: undefined,
   redisSentinelPassword: undefined,
   chatHostUrl: undefined,
@@ -206,8 +209,7 @@ export function configFromEnv(env: Env, openFileLimit?: number): ServiceConfig {
     // ListSuggestions (docs/performance.md "The gRPC path"); 0 keeps connect-node alone.
     grpcFastPath: flag(env, "GRPC_FAST_PATH", defaultConfig.grpcFastPath),
     port: integer(env, "PORT", defaultConfig.port, 0, 65535),
-    redisUrl: redisUrl(env, "REDIS_URL"),
-    ...sentinelCredentials(env),
+    ...redisSettings(env),
     // Unset: the embedded host, whose session record Start reads in its first script
     // (docs/performance.md "Where each RPC's time goes"); set: the product's own host.
     chatHostUrl: url(env, "CHAT_HOST_URL", ["http:", "https:"]),

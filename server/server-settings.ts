@@ -28,6 +28,7 @@ export type ServerSettings = Pick<
       | "shutdownDelayMs"
       | "redisWaitReplicas"
       | "redisWaitTimeoutMs"
+      | "redisTls"
       | "redisSentinelUsername"
       | "redisSentinelPassword"
     >
@@ -71,10 +72,11 @@ export function writeConfirmationOf(settings: ServerSettings): WriteConfirmation
 
 /** What the Redis connections need beyond the URL: the sentinels' own credentials. */
 export function redisAccessOf(
-  settings: Pick<ServerSettings, "redisSentinelUsername" | "redisSentinelPassword">,
+  settings: Pick<ServerSettings, "redisSentinelUsername" | "redisSentinelPassword" | "redisTls">,
 ): RedisAccess {
   return {
     sentinelUsername: settings.redisSentinelUsername,
     sentinelPassword: settings.redisSentinelPassword,
+    tls: settings.redisTls,
   };
 }

@@ -184,11 +184,11 @@ async function clientCertsOf(
 
 /**
  * Stops the start, closing what `createParts` opened, on a Redis the service must not
- * run on: an evicting policy, too few replicas (redis/store-checks.ts).
+ * run on: an evicting policy, too few replicas, a refused TLS handshake (redis/store-checks.ts).
  */
 async function refuseUnfitStore(parts: Parts, settings: ServerSettings): Promise<void> {
   const { replicas } = writeConfirmationOf(settings);
-  const problem = await storeProblemAtStart(parts.redis, replicas);
+  const problem = await storeProblemAtStart(parts.redis, replicas, settings);
   if (problem !== undefined) {
     await closeParts(parts);
     throw new ConfigError(problem);

@@ -106,10 +106,11 @@ export interface RedisParts {
 }
 
 /**
- * The Redis client of `url`, its writes confirmed as `confirmation` says, and what watches
- * it: every error counted (none ends the process: connection errors surface on the calls
- * that need Redis, as UNAVAILABLE), its outages logged under the URL without its password,
- * whether a standalone Redis answers, and the store's condition (eviction policy, disk).
+ * The Redis client of `url` (over TLS with `tls`: REDIS_TLS_*), its writes confirmed as
+ * `confirmation` says, and what watches it: every error counted (none ends the process:
+ * connection errors surface on the calls that need Redis, as UNAVAILABLE), its outages
+ * logged under the URL without its password, whether a standalone Redis answers, and the
+ * store's condition (eviction policy, disk).
  */
 export function redisParts(
   url: string,

@@ -1,7 +1,7 @@
-import type { ConnectionOptions } from "node:tls";
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
 import { type SentinelCredentials, sentinelOptions } from "./redis-sentinel.js";
-import { parseRedisUrl, type RedisTarget } from "./redis-url.js";
+import { clusterTlsOptions, type RedisTls, singleTlsOptions } from "./redis-tls.js";
+import { parseRedisUrl } from "./redis-url.js";
 import { TurnWrites } from "./turn-waits.js";
 
 /** The service's Redis: one server, or a Redis Cluster; both run the same scripts. */
@@ -31,19 +31,11 @@ export const defaultRedisOptions: Readonly<RedisOptions> = Object.freeze({
 
 /**
  * What a connection needs beyond `REDIS_URL`: the sentinels' own credentials, and the
- * TLS options of the `rediss` forms (none given: the system's CAs, the node's name).
+ * TLS settings of the `rediss` forms (redis/redis-tls.ts; none given: the system's CAs,
+ * the node's name).
  */
 export interface RedisAccess extends SentinelCredentials {
-  readonly tls?: ConnectionOptions;
-}
-
-/**
- * The TLS options of every connection `target` makes (cluster nodes, sentinels and the
- * primary they name), or undefined without TLS: the one place they are chosen.
- */
-function tlsOf(target: RedisTarget, access: RedisAccess): ConnectionOptions | undefined {
-  if (target.kind === "single" || !target.tls) return undefined;
-  return { ...access.tls };
+  readonly tls?: RedisTls | undefined;
 }
 
 /** The longest wait between two attempts to connect again to a standalone Redis. */
@@ -86,23 +78,27 @@ export function connectRedis(url: string, access: RedisAccess = {}): RedisClient
       target.kind === "sentinel"
         ? new ServiceRedis({
             ...defaultRedisOptions,
-            ...sentinelOptions(target, access, tlsOf(target, access)),
+            ...sentinelOptions(target, access, target.tls ? (access.tls ?? {}) : undefined),
           })
         : target.socket === undefined
-          ? new ServiceRedis(url, { ...defaultRedisOptions })
+          ? new ServiceRedis(url, {
+              ...defaultRedisOptions,
+              ...(url.startsWith("rediss:") ? singleTlsOptions(access.tls) : {}),
+            })
           : new ServiceRedis({ ...defaultRedisOptions, path: target.socket });
     return client;
   }
-  const tls = tlsOf(target, access);
+  const secure = target.tls ? clusterTlsOptions(access.tls) : undefined;
   const client = new ServiceCluster(
     target.seeds.map((s) => ({ ...s })),
     {
       ...defaultClusterOptions,
+      ...(secure === undefined ? {} : { dnsLookup: secure.dnsLookup }),
       redisOptions: {
         ...defaultClusterOptions.redisOptions,
         ...(target.username === undefined ? {} : { username: target.username }),
         ...(target.password === undefined ? {} : { password: target.password }),
-        ...(tls === undefined ? {} : { tls }),
+        ...secure?.redisOptions,
       },
     },
   );

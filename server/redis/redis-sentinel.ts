@@ -1,6 +1,6 @@
 import type { Socket } from "node:net";
-import type { ConnectionOptions } from "node:tls";
 import type { Redis, RedisOptions } from "ioredis";
+import { type RedisTls, sentinelTlsOptions } from "./redis-tls.js";
 import type { RedisTarget } from "./redis-url.js";
 
 /** The sentinels' own credentials (REDIS_SENTINEL_USERNAME, REDIS_SENTINEL_PASSWORD). */
@@ -34,7 +34,7 @@ export const SENTINEL_COMMAND_TIMEOUT_MS = 1_000;
 export function sentinelOptions(
   target: Extract<RedisTarget, { kind: "sentinel" }>,
   credentials: SentinelCredentials,
-  tls: ConnectionOptions | undefined,
+  tls: RedisTls | undefined,
 ): RedisOptions {
   return {
     sentinels: target.sentinels.map((s) => ({ ...s })),
@@ -47,7 +47,7 @@ export function sentinelOptions(
     ...(credentials.sentinelPassword === undefined
       ? {}
       : { sentinelPassword: credentials.sentinelPassword }),
-    ...(tls === undefined ? {} : { tls, sentinelTLS: tls, enableTLSForSentinelMode: true }),
+    ...(tls === undefined ? {} : sentinelTlsOptions(tls)),
     sentinelCommandTimeout: SENTINEL_COMMAND_TIMEOUT_MS,
     sentinelRetryStrategy: (times: number) => Math.min(times * 50, 1_000),
   };

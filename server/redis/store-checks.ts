@@ -1,7 +1,9 @@
 import type { Cluster, Redis } from "ioredis";
 import type { RedisClient } from "./redis-client.js";
 import { connectedAddress, isSentinelClient } from "./redis-sentinel.js";
+import type { RedisSettings } from "./redis-tls.js";
 import { storeCondition } from "./store-condition.js";
+import { tlsRefusalAt } from "./tls-refusal.js";
 
 /** The only `maxmemory-policy` under which Redis never drops a key it acknowledged. */
 export const REQUIRED_POLICY = "noeviction";
@@ -76,12 +78,18 @@ export async function replicaProblem(
 /**
  * Why the service must not start on `client` (`storeProblem`), or undefined; a Redis that
  * does not answer yet is let pass: calls answer UNAVAILABLE meanwhile, and the eviction
- * policy is checked once it answers (`watchEvictionPolicy`).
+ * policy is checked once it answers (`watchEvictionPolicy`). A TLS handshake with the
+ * Redis of `target.redisUrl` that Redis or the service refuses (`redisTls`: REDIS_TLS_*)
+ * is no such wait: it stops the start, saying which setting to change
+ * (redis/tls-refusal.ts).
  */
 export async function storeProblemAtStart(
   client: RedisClient,
   waitReplicas: number,
+  target: RedisSettings,
 ): Promise<string | undefined> {
+  const refused = await tlsRefusalAt(target.redisUrl, target.redisTls);
+  if (refused !== undefined) return refused;
   try {
     await client.ping();
   } catch {

@@ -1,12 +1,14 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { promisify } from "node:util";
 import { Redis } from "ioredis";
 import { freePort, type RedisServerProcess } from "../../server/redis/redis-server-process.js";
+import { type PemPair, redisTlsArgs } from "./redis-tls.js";
 import { startTestRedis, TEST_REDIS_CLI } from "./store-server.js";
+import type { TestCa } from "./tls-cert.js";
 
 const run = promisify(execFile);
 
@@ -18,6 +20,12 @@ export interface RedisClusterOptions {
   readonly replicas?: number;
   /** `cluster-node-timeout` in ms: how soon the others mark a silent node as failing. */
   readonly nodeTimeoutMs?: number;
+  /**
+   * TLS alone, to clients and on the cluster bus (`tls-cluster yes`, `tls-replication
+   * yes`): every node presents `identity`, which `ca` signed; no client certificate is
+   * asked for. The URL is then `rediss+cluster://`.
+   */
+  readonly tls?: { readonly identity: PemPair; readonly ca: TestCa };
 }
 
 /** One node of a local cluster: its process (replaced on restart), port and folder. */
@@ -68,6 +76,7 @@ export async function startRedisCluster(
   const replicas = options.replicas ?? 0;
   const count = primaries * (1 + replicas);
   const nodeTimeoutMs = options.nodeTimeoutMs ?? 2_000;
+  const tls = options.tls;
   const root = mkdtempSync(join(tmpdir(), "suggest-task-cluster-"));
   const nodes: ClusterNode[] = [];
   const ports = new Set<number>();
@@ -100,6 +109,12 @@ export async function startRedisCluster(
         // may not have synced yet when a test kills the primary).
         "--cluster-replica-validity-factor",
         "0",
+        ...(tls === undefined
+          ? []
+          : [
+              ...redisTlsArgs(node.port, tls.identity, tls.ca, false),
+              ...["--tls-cluster", "yes", "--tls-replication", "yes"],
+            ]),
       ],
     });
   };
@@ -116,6 +131,7 @@ export async function startRedisCluster(
       "--cluster-replicas",
       String(replicas),
       "--cluster-yes",
+      ...(tls === undefined ? [] : ["--tls", "--cacert", tls.ca.cert]),
     ]);
   } catch (err) {
     await stop();
@@ -128,6 +144,7 @@ export async function startRedisCluster(
       retryStrategy: () => null,
       connectTimeout: 1_000,
       lazyConnect: true,
+      ...(tls === undefined ? {} : { tls: { ca: readFileSync(tls.ca.cert), checkServerIdentity } }),
     });
     r.on("error", () => {});
     try {
@@ -139,7 +156,7 @@ export async function startRedisCluster(
   };
   const live = () => nodes.filter((n) => n.process !== undefined);
   const cluster: LocalRedisCluster = {
-    url: `redis+cluster://${nodes.map((n) => `127.0.0.1:${n.port}`).join(",")}`,
+    url: `${tls === undefined ? "redis" : "rediss"}+cluster://${nodes.map((n) => `127.0.0.1:${n.port}`).join(",")}`,
     nodes,
     async nodeOfSlot(slot) {
       const ranges = await ask(live()[0] as ClusterNode, (r) => r.cluster("SLOTS"));
@@ -200,6 +217,9 @@ export async function startRedisCluster(
   }
   return cluster;
 }
+
+/** The nodes' certificate may name a host other than their address: the chain is checked. */
+const checkServerIdentity = () => undefined;
 
 /** `INFO replication` of `node`, or "" while it does not answer. */
 export async function replicationInfo(node: ClusterNode): Promise<string> {

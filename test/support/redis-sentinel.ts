@@ -1,11 +1,14 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { ConnectionOptions } from "node:tls";
 import { Redis } from "ioredis";
 import { freePort, type RedisServerProcess } from "../../server/redis/redis-server-process.js";
 import { tempDir } from "./harness.js";
+import { type PemPair, redisTlsArgs } from "./redis-tls.js";
 import { startTestRedis, TEST_REDIS_SERVER } from "./store-server.js";
+import type { TestCa } from "./tls-cert.js";
 
 /*
  * A Redis Sentinel deployment of a test's own: a primary, its replicas and the
@@ -24,6 +27,12 @@ export interface SentinelSetOptions {
   readonly sentinelPassword?: string;
   /** Extra `redis-server` arguments of data node `i` (0: the first primary). */
   readonly nodeArgs?: (i: number) => readonly string[];
+  /**
+   * TLS alone on every data node and sentinel (`tls-replication yes`: replicas and the
+   * sentinels reach the data nodes over TLS), each presenting `identity`, which `ca`
+   * signed; no client certificate asked for. The URL is then `rediss+sentinel://`.
+   */
+  readonly tls?: { readonly identity: PemPair; readonly ca: TestCa };
 }
 
 export interface SentinelProcess {
@@ -67,6 +76,7 @@ export async function startSentinelSet(
   options: SentinelSetOptions = {},
 ): Promise<LocalSentinelSet> {
   const name = "suggest-primary";
+  const tls = options.tls;
   const password = options.dataPassword;
   const auth = password === undefined ? [] : ["--requirepass", password, "--masterauth", password];
   const dirs: { remove: () => void }[] = [];
@@ -82,11 +92,19 @@ export async function startSentinelSet(
       const dir = tempDir(`sentinel-node-${i}`);
       dirs.push(dir);
       const primary = nodes[0];
+      const tlsPort = tls === undefined ? undefined : await freePort();
       nodes.push(
         await startTestRedis({
           dir: dir.dir,
+          ...(tlsPort === undefined ? {} : { port: tlsPort }),
           extraArgs: [
             ...auth,
+            ...(tls === undefined || tlsPort === undefined
+              ? []
+              : [
+                  ...redisTlsArgs(tlsPort, tls.identity, tls.ca, false),
+                  ...["--tls-replication", "yes"],
+                ]),
             ...(primary === undefined ? [] : ["--replicaof", "127.0.0.1", String(primary.port)]),
             ...(options.nodeArgs?.(i) ?? []),
           ],
@@ -107,13 +125,14 @@ export async function startSentinelSet(
     name,
     nodes,
     sentinels,
-    url: `redis+sentinel://${sentinels.map((s) => `127.0.0.1:${s.port}`).join(",")}/${name}`,
-    node: (port) => quiet(new Redis({ port, password })),
+    url: `${tls === undefined ? "redis" : "rediss"}+sentinel://${sentinels.map((s) => `127.0.0.1:${s.port}`).join(",")}/${name}`,
+    node: (port) => quiet(new Redis({ port, password, ...tlsOf(tls) })),
     sentinel: (i = 0) =>
       quiet(
         new Redis({
           port: (sentinels[i] as SentinelProcess).port,
           password: options.sentinelPassword,
+          ...tlsOf(tls),
         }),
       ),
     async primaryPort() {
@@ -138,6 +157,12 @@ export async function startSentinelSet(
   return set;
 }
 
+/** A test client's TLS options: the CA's chain checked, any name (nodes are reached by address). */
+function tlsOf(tls: SentinelSetOptions["tls"]): { tls?: ConnectionOptions } {
+  if (tls === undefined) return {};
+  return { tls: { ca: readFileSync(tls.ca.cert), checkServerIdentity: () => undefined } };
+}
+
 function quiet(client: Redis): Redis {
   client.on("error", () => {});
   return client;
@@ -152,7 +177,17 @@ async function startSentinel(
   const port = await freePort();
   const conf = join(dir, "sentinel.conf");
   const lines = [
-    `port ${port}`,
+    ...(options.tls === undefined
+      ? [`port ${port}`]
+      : [
+          "port 0",
+          `tls-port ${port}`,
+          `tls-cert-file ${options.tls.identity.cert}`,
+          `tls-key-file ${options.tls.identity.key}`,
+          `tls-ca-cert-file ${options.tls.ca.cert}`,
+          "tls-auth-clients no",
+          "tls-replication yes",
+        ]),
     "bind 127.0.0.1",
     `dir ${dir}`,
     "daemonize no",

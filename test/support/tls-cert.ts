@@ -78,3 +78,30 @@ export async function clientCert(
   ]);
   return { cert, key };
 }
+
+/**
+ * A server certificate signed by `ca` for the subject alternative names `san`
+ * (`IP:127.0.0.1,DNS:redis.test`), good for server and client authentication (a Redis
+ * Cluster node presents it on its bus too): the paths of its PEM files.
+ */
+export async function serverCert(
+  ca: TestCa,
+  dir: string,
+  name: string,
+  san: string,
+): Promise<{ cert: string; key: string }> {
+  const cert = join(dir, `${name}.pem`);
+  const key = join(dir, `${name}-key.pem`);
+  const csr = join(dir, `${name}.csr`);
+  const ext = join(dir, `${name}.ext`);
+  writeFileSync(ext, `subjectAltName=${san}\nextendedKeyUsage=serverAuth,clientAuth\n`);
+  await run("openssl", [
+    ...["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"],
+    ...["-subj", `/CN=${name}`, "-keyout", key, "-out", csr],
+  ]);
+  await run("openssl", [
+    ...["x509", "-req", "-in", csr, "-CA", ca.cert, "-CAkey", ca.key, "-CAcreateserial"],
+    ...["-days", "1", "-extfile", ext, "-out", cert],
+  ]);
+  return { cert, key };
+}
