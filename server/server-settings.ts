@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
-import { defaultConfig, type ServiceConfig } from "./config.js";
+import { ConfigError, defaultConfig, type ServiceConfig } from "./config.js";
+import { type CertificateGrant, readClientCertMap } from "./pipeline/client-certs.js";
 import type { RedisAccess } from "./redis/redis-client.js";
 import type { WriteConfirmation } from "./redis/write-confirm.js";
 import type { ClientLimits } from "./transport/connection-guard.js";
@@ -79,4 +80,14 @@ export function redisAccessOf(
     sentinelPassword: settings.redisSentinelPassword,
     tls: settings.redisTls,
   };
+}
+
+/** AUTH_CLIENT_CERTS_FILE's identities and grants; a file that does not parse stops the start. */
+export async function clientCertsOf(
+  settings: ServerSettings,
+): Promise<ReadonlyMap<string, CertificateGrant> | undefined> {
+  if (settings.authClientCertsFile === undefined) return undefined;
+  return readClientCertMap(settings.authClientCertsFile).catch((err: Error) => {
+    throw new ConfigError(err.message);
+  });
 }

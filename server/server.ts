@@ -9,11 +9,7 @@ import { traceChatHost } from "./host/traced-host.js";
 import { bearerAuth, Credentials } from "./pipeline/auth.js";
 import type { PipelineOptions } from "./pipeline/call-pipeline.js";
 import { callRefusals } from "./pipeline/call-refusals.js";
-import {
-  type CertificateGrant,
-  connectionValues,
-  readClientCertMap,
-} from "./pipeline/client-certs.js";
+import { type CertificateGrant, connectionValues } from "./pipeline/client-certs.js";
 import { instanceMetrics } from "./pipeline/instance-metrics.js";
 import { JwtVerifier } from "./pipeline/jwt-verifier.js";
 import { logDestination } from "./pipeline/log-destination.js";
@@ -28,6 +24,7 @@ import { buildServices, mcpRoute, type RoutesDeps, routesOf } from "./routes.js"
 import { Readiness } from "./rpc/readiness.js";
 import { StartFlights } from "./rpc/start-flights.js";
 import {
+  clientCertsOf,
   clientLimitsOf,
   redisAccessOf,
   type ServerSettings,
@@ -170,16 +167,6 @@ function corsOf(settings: ServerSettings, handler: DualHandler): DualHandler {
   const origins = settings.corsAllowedOrigins ?? [];
   if (origins.length === 0) return handler;
   return withCors(handler, origins, Object.keys(serverIdentityHeaders()));
-}
-
-/** AUTH_CLIENT_CERTS_FILE's identities and grants; a file that does not parse stops the start. */
-async function clientCertsOf(
-  settings: ServerSettings,
-): Promise<ReadonlyMap<string, CertificateGrant> | undefined> {
-  if (settings.authClientCertsFile === undefined) return undefined;
-  return readClientCertMap(settings.authClientCertsFile).catch((err: Error) => {
-    throw new ConfigError(err.message);
-  });
 }
 
 /**
