@@ -167,6 +167,30 @@ export async function startNode(
   };
 }
 
+/**
+ * The compiled service `entry` on `redisUrl` at `port`, as the A/B benches run it: the
+ * fast path and call log as `BENCH_GRPC_FAST_PATH` and `BENCH_LOG_LEVEL` say, plus `env`;
+ * resolved once it listens.
+ */
+export function startBenchService(
+  entry: string,
+  redisUrl: string,
+  port: number,
+  env: Record<string, string> = {},
+): ReturnType<typeof startNode> {
+  return startNode(
+    [entry],
+    {
+      PORT: String(port),
+      REDIS_URL: redisUrl,
+      GRPC_FAST_PATH: process.env.BENCH_GRPC_FAST_PATH ?? "1",
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "info",
+      ...env,
+    },
+    /listening on/,
+  );
+}
+
 /** CPU seconds of each watched process at one moment, and when (performance.now(), ms). */
 export interface CpuSample {
   readonly at: number;

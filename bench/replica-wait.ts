@@ -12,7 +12,7 @@ import { Redis } from "ioredis";
 import { type RedisServerProcess, socketPathIn } from "../server/redis/redis-server-process.js";
 import { createRedisClient } from "../server/store/scripts.js";
 import { startTestRedis } from "../test/support/store-server.js";
-import { builtService, startNode } from "./measure.js";
+import { builtService, startBenchService } from "./measure.js";
 import { ids, inBatches, writers } from "./prepare.js";
 import type { Row } from "./report.js";
 import { type LoadShape, nodeRow, type RowSpec } from "./rows.js";
@@ -83,21 +83,6 @@ async function replicaInSync(replica: RedisServerProcess): Promise<void> {
   }
 }
 
-/** A service on `redisUrl` with `REDIS_WAIT_REPLICAS=<replicas>`. */
-async function service(entry: string, redisUrl: string, replicas: number, port: number) {
-  return startNode(
-    [entry],
-    {
-      PORT: String(port),
-      REDIS_URL: redisUrl,
-      REDIS_WAIT_REPLICAS: String(replicas),
-      GRPC_FAST_PATH: process.env.BENCH_GRPC_FAST_PATH ?? "1",
-      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "info",
-    },
-    /listening on/,
-  );
-}
-
 /**
  * Measures both scenarios with `REDIS_WAIT_REPLICAS` 0 and 1 on a primary with one
  * replica, started in `dir` and stopped at the end; `ports` are two free ports for the
@@ -136,8 +121,12 @@ export async function measureReplicaWait(
 
     const entry = builtService();
     const byReplicas = [
-      await service(entry, primary.socketUrl ?? primary.url, 0, ports[0]),
-      await service(entry, primary.socketUrl ?? primary.url, 1, ports[1]),
+      await startBenchService(entry, primary.socketUrl ?? primary.url, ports[0], {
+        REDIS_WAIT_REPLICAS: "0",
+      }),
+      await startBenchService(entry, primary.socketUrl ?? primary.url, ports[1], {
+        REDIS_WAIT_REPLICAS: "1",
+      }),
     ] as const;
     started.push(...byReplicas);
 

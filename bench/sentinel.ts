@@ -15,7 +15,7 @@ import { Redis } from "ioredis";
 import { freePort } from "../server/redis/redis-server-process.js";
 import { createRedisClient } from "../server/store/scripts.js";
 import { startTestRedis, TEST_REDIS_SERVER } from "../test/support/store-server.js";
-import { builtService, startNode } from "./measure.js";
+import { builtService, startBenchService } from "./measure.js";
 import { ids, writers } from "./prepare.js";
 import { mergeRows } from "./replica-wait.js";
 import type { Row } from "./report.js";
@@ -67,20 +67,6 @@ async function startSentinel(dir: string, primaryPort: number) {
   };
 }
 
-/** A service on `redisUrl`. */
-async function service(entry: string, redisUrl: string, port: number) {
-  return startNode(
-    [entry],
-    {
-      PORT: String(port),
-      REDIS_URL: redisUrl,
-      GRPC_FAST_PATH: process.env.BENCH_GRPC_FAST_PATH ?? "1",
-      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "info",
-    },
-    /listening on/,
-  );
-}
-
 /**
  * Measures SuggestTask through a sentinel and directly on its primary, started in `dir`
  * and stopped at the end; `ports` are two free ports for the services.
@@ -107,8 +93,8 @@ export async function measureSentinel(
 
     const entry = builtService();
     const byWay = [
-      await service(entry, primary.url, ports[0]),
-      await service(entry, sentinel.url, ports[1]),
+      await startBenchService(entry, primary.url, ports[0]),
+      await startBenchService(entry, sentinel.url, ports[1]),
     ] as const;
     started.push(...byWay);
 

@@ -1,8 +1,9 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { freePort } from "../../server/redis/redis-server-process.js";
+import { spawnWithOutput } from "./child-output.js";
 import { tempDir } from "./harness.js";
 
 /** Debian's `haproxy`, as tests run it (`.ci/run` installs it when missing). */
@@ -72,19 +73,11 @@ export async function startHaproxy(options: HaproxyOptions): Promise<Haproxy> {
   const config = haproxyConfig(port, options);
   const file = join(dir, "haproxy.cfg");
   writeFileSync(file, config);
-  const child = spawn(HAPROXY, ["-f", file, "-db"], { stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  child.stdout?.on("data", (c: Buffer) => {
-    output += c.toString();
-  });
-  child.stderr?.on("data", (c: Buffer) => {
-    output += c.toString();
-  });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const { child, output, exited } = spawnWithOutput(HAPROXY, ["-f", file, "-db"]);
   const url = `http://127.0.0.1:${port}`;
   const until = Date.now() + 10_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`haproxy exited:\n${output}`);
+    if (child.exitCode !== null) throw new Error(`haproxy exited:\n${output()}`);
     const ok = await new Promise<boolean>((resolve) => {
       const socket = connect(port, "127.0.0.1", () => {
         socket.destroy();
@@ -93,7 +86,7 @@ export async function startHaproxy(options: HaproxyOptions): Promise<Haproxy> {
       socket.once("error", () => resolve(false));
     });
     if (ok) break;
-    if (Date.now() > until) throw new Error(`haproxy did not listen:\n${output}`);
+    if (Date.now() > until) throw new Error(`haproxy did not listen:\n${output()}`);
     await new Promise((r) => setTimeout(r, 50));
   }
   return {

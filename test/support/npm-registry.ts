@@ -1,7 +1,8 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { freePort } from "../../server/redis/redis-server-process.js";
+import { spawnWithOutput } from "./child-output.js";
 import { ROOT } from "./sdk-consumer.js";
 
 /** A local npm registry (verdaccio) of a test's own, with a user allowed to publish. */
@@ -54,18 +55,9 @@ export async function startNpmRegistry(dir: string): Promise<NpmRegistry> {
     ].join("\n"),
   );
   const bin = join(ROOT, "node_modules/verdaccio/bin/verdaccio");
-  const child = spawn(process.execPath, [bin, "--config", config], {
+  const { child, output, exited } = spawnWithOutput(process.execPath, [bin, "--config", config], {
     cwd: dir,
-    stdio: ["ignore", "pipe", "pipe"],
   });
-  let output = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
     await exited;
@@ -85,10 +77,10 @@ export async function startNpmRegistry(dir: string): Promise<NpmRegistry> {
         "",
       ].join("\n"),
     );
-    return { url, userconfig, output: () => output, stop };
+    return { url, userconfig, output, stop };
   } catch (err) {
     await stop();
-    throw new Error(`verdaccio did not come up: ${(err as Error).message}\n${output}`);
+    throw new Error(`verdaccio did not come up: ${(err as Error).message}\n${output()}`);
   }
 }
 

@@ -1,7 +1,8 @@
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { freePort } from "../../server/redis/redis-server-process.js";
+import { spawnWithOutput } from "./child-output.js";
 import { tempDir } from "./harness.js";
 
 /** The message a test fails with when Prometheus's binaries are not installed. */
@@ -64,23 +65,11 @@ export async function startPrometheus(options: {
       scrape_configs: [{ job_name: options.job, static_configs: [{ targets: options.targets }] }],
     }),
   );
-  const child: ChildProcess = spawn(
-    "prometheus",
-    [
-      `--config.file=${config}`,
-      `--storage.tsdb.path=${join(dir, "data")}`,
-      `--web.listen-address=127.0.0.1:${port}`,
-    ],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  let output = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const { child, output, exited } = spawnWithOutput("prometheus", [
+    `--config.file=${config}`,
+    `--storage.tsdb.path=${join(dir, "data")}`,
+    `--web.listen-address=127.0.0.1:${port}`,
+  ]);
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
@@ -96,13 +85,13 @@ export async function startPrometheus(options: {
     if (ready) break;
     if (child.exitCode !== null || Date.now() > until) {
       await stop();
-      throw new Error(`prometheus did not become ready:\n${output}`);
+      throw new Error(`prometheus did not become ready:\n${output()}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
     url,
-    output: () => output,
+    output,
     stop,
     async api(path, params = {}) {
       const res = await fetch(`${url}/api/v1/${path}?${new URLSearchParams(params)}`);

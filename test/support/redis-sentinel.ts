@@ -1,10 +1,11 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { ConnectionOptions } from "node:tls";
 import { Redis } from "ioredis";
 import { freePort, type RedisServerProcess } from "../../server/redis/redis-server-process.js";
+import { spawnWithOutput } from "./child-output.js";
 import { tempDir } from "./harness.js";
 import { type PemPair, redisTlsArgs } from "./redis-tls.js";
 import { startTestRedis, TEST_REDIS_SERVER } from "./store-server.js";
@@ -207,21 +208,11 @@ async function startSentinel(
         ]),
   ];
   writeFileSync(conf, `${lines.join("\n")}\n`);
-  const child = spawn(TEST_REDIS_SERVER, [conf, "--sentinel"], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const { child, output, exited } = spawnWithOutput(TEST_REDIS_SERVER, [conf, "--sentinel"]);
   const until = Date.now() + 10_000;
-  while (!/Sentinel ID is/.test(output)) {
+  while (!/Sentinel ID is/.test(output())) {
     if (child.exitCode !== null || Date.now() > until) {
-      throw new Error(`the sentinel on port ${port} did not start:\n${output}`);
+      throw new Error(`the sentinel on port ${port} did not start:\n${output()}`);
     }
     await sleep(20);
   }
