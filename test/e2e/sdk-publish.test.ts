@@ -130,7 +130,7 @@ describe("@oda/suggest-task published to a registry and installed by name", () =
   test("the tarball holds every file its package.json's exports names", async () => {
     const { stdout } = await run(process.execPath, [CHECK_EXPORTS, tarball]);
     const m = sdkManifest;
-    const named = [m.exports, m.main, m.types, m.typesVersions].flatMap(leaves).length;
+    const named = [m.exports, m.main, m.types, m.typesVersions, m.bin].flatMap(leaves).length;
     expect(named).toBeGreaterThan(10);
     expect(stdout).toBe(
       `check-package-exports: all ${named} paths package.json names are in @oda/suggest-task@${packed.version}'s tarball\n`,
