@@ -99,7 +99,12 @@ describe("suggest-task-mcp, the session from SUGGEST_TASK_SESSION_ID", () => {
     ]);
     const [suggest, withdraw] = tools;
     expect({ ...suggest, outputSchema: undefined }).toMatchObject(mcpTool());
-    expect(withdraw).toMatchObject(mcpTool(withdrawSuggestionTool));
+    // The MCP tool withdraws by the id suggest_task gave, not by the title as the SDK's tool does.
+    expect(withdraw).toMatchObject({
+      name: "withdraw_suggestion",
+      description: mcpTool(withdrawSuggestionTool).description,
+      inputSchema: { required: ["suggestion_id"] },
+    });
     const direct = await mcpClient(t.url, { authorization: `Bearer ${AGENT}` });
     try {
       expect(tools).toEqual((await direct.listTools()).tools);
@@ -120,7 +125,7 @@ describe("suggest-task-mcp, the session from SUGGEST_TASK_SESSION_ID", () => {
       structured: { suggestions: [{ suggestion_id: id, title: ARGS.title, state: "open" }] },
     });
     const withdrawn = await call(client, "withdraw_suggestion", {
-      title: ARGS.title,
+      suggestion_id: id,
       reason: "Done here",
     });
     expect(withdrawn).toEqual({
