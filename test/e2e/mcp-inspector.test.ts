@@ -12,7 +12,7 @@ import { useOwnRedis } from "../support/server-fixture.js";
 import { REFUSAL_TEXT, successText } from "../support/suggest.js";
 
 // The MCP Inspector's CLI, a client nobody here wrote, against a service process of its
-// own: it lists the three tools and calls suggest_task with the chat in `_meta`. The
+// own: it lists the three tools and calls each with the chat in `_meta`. The
 // Inspector needs Node 22.7.5 or later; on an older Node the file says so and is skipped
 // (CI runs it on Node 22 and 24).
 
@@ -84,6 +84,43 @@ describe.skipIf(skipReason !== undefined)(
         sessionId,
       });
       expect(open.map((s) => s.turnId)).toEqual(["turn-1"]);
+    });
+
+    test("calls list_suggestions and withdraw_suggestion on the chat in _meta", async () => {
+      const sessionId = uniqueId("inspector");
+      await putSession(grpcClients(service?.url ?? ""), { sessionId });
+      const meta = ["--tool-metadata", `oda.suggest/session_id=${sessionId}`];
+      const offered = (await inspector(
+        ...["--method", "tools/call", "--tool-name", "suggest_task"],
+        ...["--tool-arg", "title=Retry failed uploads", "tldr=Uploads fail", "brief=Add retries."],
+        ...meta,
+      )) as { structuredContent: { suggestion_id: string } };
+      const id = offered.structuredContent.suggestion_id;
+      const list = () =>
+        inspector(...["--method", "tools/call", "--tool-name", "list_suggestions"], ...meta);
+      expect(await list()).toMatchObject({
+        structuredContent: {
+          suggestions: [{ suggestion_id: id, title: "Retry failed uploads", state: "open" }],
+        },
+      });
+      expect(
+        await inspector(
+          ...["--method", "tools/call", "--tool-name", "withdraw_suggestion"],
+          ...["--tool-arg", `suggestion_id=${id}`, "reason=Done here"],
+          ...meta,
+        ),
+      ).toMatchObject({
+        content: [
+          {
+            type: "text",
+            text: 'Withdrew "Retry failed uploads". It stays dismissed unless the user restores it.',
+          },
+        ],
+        structuredContent: { suggestion_id: id },
+      });
+      expect(await list()).toMatchObject({
+        structuredContent: { suggestions: [{ suggestion_id: id, state: "dismissed" }] },
+      });
     });
   },
 );
