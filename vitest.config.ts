@@ -18,8 +18,9 @@ const oneAtATime = [
 
 /**
  * Files whose subject does not change with the Node release that drives them: the deploy
- * files, the image (its Node is the image's own), the examples' scripts, the SDK through
- * a registry, the long soak. They run one at a time, last, in a project of their own, which
+ * files, the image (its Node is the image's own), the examples' scripts, the SDK's
+ * tarball and its publishing through a registry, the docs' snippets type-checked, the
+ * long soak. They run one at a time, last, in a project of their own, which
  * CI runs on one Node release only (`--project side-by-side --project one-at-a-time` on
  * the others).
  */
@@ -29,6 +30,22 @@ const anyNode = [
   "test/e2e/sdk-publish.test.ts",
   "test/e2e/examples-prereqs.test.ts",
   "test/e2e/socket-soak.test.ts",
+  "test/sdk/snippets.test.ts",
+  "test/sdk/sdk-package.test.ts",
+];
+
+/**
+ * Drills of the Redis deployment itself (Sentinel failovers, a promoted evicting replica,
+ * TLS to Redis with a CA of its own, a primary swapped behind its address): their subject
+ * is the store's topology and the Redis client, not the Node release. They run one at a
+ * time, last, in a project of their own, which CI runs on the Node release that runs on
+ * Redis and on the one that runs on Valkey (.ci/run).
+ */
+const storeDrills = [
+  "test/e2e/sentinel-failover.test.ts",
+  "test/e2e/sentinel-eviction.test.ts",
+  "test/e2e/redis-tls.test.ts",
+  "test/e2e/redis-swap.test.ts",
 ];
 
 export default defineConfig({
@@ -45,7 +62,7 @@ export default defineConfig({
           name: "side-by-side",
           include: ["test/**/*.test.ts"],
           // Tests that need a Redis Cluster run in `npm run test:cluster` (vitest.cluster.config.ts).
-          exclude: ["test/cluster/**", ...oneAtATime, ...anyNode],
+          exclude: ["test/cluster/**", ...oneAtATime, ...anyNode, ...storeDrills],
           maxWorkers: 2,
           sequence: { groupOrder: 0 },
         },
@@ -55,9 +72,18 @@ export default defineConfig({
         test: {
           name: "one-at-a-time",
           include: oneAtATime,
-          exclude: anyNode,
+          exclude: [...anyNode, ...storeDrills],
           maxWorkers: 1,
           sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "store-drills",
+          include: storeDrills,
+          maxWorkers: 1,
+          sequence: { groupOrder: 2 },
         },
       },
       {
@@ -66,7 +92,7 @@ export default defineConfig({
           name: "any-node",
           include: anyNode,
           maxWorkers: 1,
-          sequence: { groupOrder: 2 },
+          sequence: { groupOrder: 3 },
         },
       },
     ],
