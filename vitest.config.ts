@@ -21,8 +21,7 @@ const oneAtATime = [
  * files, the image (its Node is the image's own), the examples' scripts, the SDK's
  * tarball and its publishing through a registry, the docs' snippets type-checked, the
  * long soak. They run one at a time, last, in a project of their own, which
- * CI runs on one Node release only (`--project side-by-side --project one-at-a-time` on
- * the others).
+ * CI runs on one Node release only (.ci/run names the projects each release runs).
  */
 const anyNode = [
   "test/deploy/**/*.test.ts",

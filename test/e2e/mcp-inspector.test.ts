@@ -14,7 +14,7 @@ import { REFUSAL_TEXT, successText } from "../support/suggest.js";
 // The MCP Inspector's CLI, a client nobody here wrote, against a service process of its
 // own: it lists the three tools and calls each with the chat in `_meta`. The
 // Inspector needs Node 22.7.5 or later; on an older Node the file says so and is skipped
-// (CI runs it on Node 22 and 24).
+// (CI runs it in the Node 24 pass).
 
 const major = Number(process.versions.node.split(".")[0]);
 const skipReason =
