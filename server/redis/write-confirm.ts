@@ -37,9 +37,8 @@ export function trackedWrite(client: RedisClient): TrackedWrite | undefined {
 }
 
 /**
- * Sends a WAIT of its own on `client` for `slot` (unused on a standalone Redis): for a write
- * that was not written at once (held while a connection opens), and for one that no
- * owed WAIT followed (`confirmed`).
+ * Sends a WAIT of its own on `client` for `slot` (unused on a standalone Redis), for a
+ * write that no owed WAIT followed (`confirmed`).
  */
 function sendWait(client: RedisClient, write: TrackedWrite, slot: number): SentWait {
   const call = new WaitCall(write.turns, write.setting, slot);
@@ -50,20 +49,23 @@ function sendWait(client: RedisClient, write: TrackedWrite, slot: number): SentW
 }
 
 /**
- * Called right after `write` was sent on `client` for `slot`: sends a WAIT of its own
- * when the write was not written at once. The function it returns resolves, once the
- * write's reply came, when a WAIT that followed the write's last writing confirmed it;
- * else it throws WriteNotConfirmedError, noted as a refusal.
+ * Called right after `write` was sent on `client` for `slot`. The function it returns
+ * resolves, once the write's reply came, when a WAIT that followed the write's last
+ * writing confirmed it; else it throws WriteNotConfirmedError, noted as a refusal. A
+ * write held while its connection opens sends no WAIT of its own then: once written, it
+ * takes the WAIT its turn owes there, as every write does. Writes held together (the
+ * calls of a failover or a reconnection) thus owe one WAIT between them, not one each:
+ * on a primary with no replica online yet each WAIT holds the connection for
+ * REDIS_WAIT_TIMEOUT_MS, and the reads queued behind a WAIT apiece would wait the sum.
  */
 export function confirmation(
   client: RedisClient,
   slot: number,
   write: TrackedWrite,
 ): () => Promise<void> {
-  const own = write.turn === undefined ? sendWait(client, write, slot) : undefined;
   return async () => {
     try {
-      await confirmed(client, write, slot, [write.turn, own]);
+      await confirmed(client, write, slot, [write.turn]);
     } catch (err) {
       storeCondition(client).failed(err);
       throw err;
@@ -74,10 +76,9 @@ export function confirmation(
 /**
  * Resolves once a WAIT that followed the write at `write` answers: throws
  * WriteNotConfirmedError when fewer replicas than asked confirmed it. A WAIT counts only
- * when it was written after the write on the same connection: the turn's (`waits[0]`),
- * or one sent with the write (`waits[1]`) when it was not written at once. A write
+ * when it was written after the write on the same connection: the turn's. A write
  * redirected to another node of a cluster (MOVED, ASK, a retry after a connection
- * closed) and followed by neither gets a WAIT of its own there, sent once its reply
+ * closed) and followed by no owed WAIT gets a WAIT of its own there, sent once its reply
  * came; a write whose connection was replaced cannot be confirmed (the new connection's
  * WAIT would not wait for it) and fails as unconfirmed.
  */

@@ -133,23 +133,39 @@ test("writes made together share a WAIT: each is on the replica when acknowledge
   }
 });
 
+/** An offer in chat `${run}-${i}`, made on `store` as SuggestTask makes one. */
+function offerIn(store: SuggestionStore, run: string, i: number) {
+  return store.offer(
+    `${run}-${i}`,
+    {
+      id: `o-${i}`,
+      turnId: "t",
+      toolCallId: "",
+      title: "A title",
+      tldr: "Worth doing",
+      brief: "Do it.",
+    },
+    false,
+  );
+}
+
+/** Whether chats `${run}-0` to `${run}-${last}` each hold one record on the replica. */
+async function eachOnReplica(run: string, last: number): Promise<void> {
+  const onReplica = connectRedis(replica.url) as Redis;
+  try {
+    for (let i = 0; i <= last; i++) {
+      expect(await onReplica.xlen(`suggest:{${run}-${i}}:log`)).toBe(1);
+    }
+  } finally {
+    onReplica.disconnect();
+  }
+}
+
 test("writes made while a WAIT is out queue behind it and share the next: two WAITs, each write on the replica", async () => {
   const redis = createRedisClient(primary.url, { replicas: 1, timeoutMs: 5_000 });
   const store = new SuggestionStore(redis);
   const run = uniqueId("queued");
-  const offerOn = (i: number) =>
-    store.offer(
-      `${run}-${i}`,
-      {
-        id: `o-${i}`,
-        turnId: "t",
-        toolCallId: "",
-        title: "A title",
-        tldr: "Worth doing",
-        brief: "Do it.",
-      },
-      false,
-    );
+  const offerOn = (i: number) => offerIn(store, run, i);
   try {
     await redis.ping();
     const before = await commandCalls("wait");
@@ -169,14 +185,25 @@ test("writes made while a WAIT is out queue behind it and share the next: two WA
     }
     await Promise.all(offers);
     expect((await commandCalls("wait")) - before).toBe(2);
-    const onReplica = connectRedis(replica.url) as Redis;
-    try {
-      for (let i = 0; i <= 12; i++) {
-        expect(await onReplica.xlen(`suggest:{${run}-${i}}:log`)).toBe(1);
-      }
-    } finally {
-      onReplica.disconnect();
-    }
+    await eachOnReplica(run, 12);
+  } finally {
+    redis.disconnect();
+  }
+});
+
+test("writes made while the connection opens owe one WAIT between them, sent once they are written", async () => {
+  // Each WAIT holds its connection until a replica answers or it times out: a WAIT apiece
+  // would, on a primary with no replica online yet (a failover's first seconds), hold
+  // the reads queued behind them for the sum of their timeouts.
+  const before = await commandCalls("wait");
+  const redis = createRedisClient(primary.url, { replicas: 1, timeoutMs: 2_000 });
+  try {
+    expect(redis.status).not.toBe("ready");
+    const store = new SuggestionStore(redis);
+    const run = uniqueId("held");
+    await Promise.all(Array.from({ length: 6 }, (_, i) => offerIn(store, run, i)));
+    expect((await commandCalls("wait")) - before).toBe(1);
+    await eachOnReplica(run, 5);
   } finally {
     redis.disconnect();
   }

@@ -100,6 +100,10 @@ export async function startSentinelSet(
           ...(tlsPort === undefined ? {} : { port: tlsPort }),
           extraArgs: [
             ...auth,
+            // A replica's first copy at once, not after the default 5 s of diskless sync
+            // delay: the replicas of a promoted node are online, and writes that wait for
+            // them served, within moments of a failover (docs/redis.md).
+            ...["--repl-diskless-sync-delay", "0"],
             ...(tls === undefined || tlsPort === undefined
               ? []
               : [
