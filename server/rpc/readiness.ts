@@ -1,5 +1,6 @@
-import type { RedisClient } from "../redis/redis-client.js";
+import { type RedisClient, turnsOf } from "../redis/redis-client.js";
 import { storeCondition } from "../redis/store-condition.js";
+import { TurnCommand } from "../redis/turn-waits.js";
 
 /** The one-line reasons `/readyz` and health give for not being ready. */
 export const NOT_READY = Object.freeze({
@@ -87,7 +88,11 @@ export class Readiness {
     const timeout = new Promise<boolean>((resolve) => {
       timer = setTimeout(() => resolve(false), this.#pingTimeoutMs);
     });
-    const answered = this.#redis.ping().then(
+    // With the turn's other commands (redis/turn-waits.ts): a load balancer's checks and
+    // the calls of the same turn leave in one write. A PING written alone each time made
+    // grpc.health.v1 Check cost about a quarter more server CPU (measured under h2load).
+    const ping = new TurnCommand(turnsOf(this.#redis), "ping", []);
+    const answered = (this.#redis.sendCommand(ping) as Promise<unknown>).then(
       () => true,
       () => false,
     );

@@ -5,6 +5,7 @@ import { EmbeddedChatHost } from "../../server/host/embedded-host.js";
 import { connectRedis } from "../../server/redis/redis-client.js";
 import { callScript, flatScript } from "../../server/redis/script-call.js";
 import { COMMANDS_PER_WRITE } from "../../server/redis/turn-waits.js";
+import { Readiness } from "../../server/rpc/readiness.js";
 import { hostKeys } from "../../server/store/keys.js";
 import { eventually, ownRedis, uniqueId } from "../support/harness.js";
 import { countWrites } from "../support/socket-writes.js";
@@ -71,6 +72,21 @@ test("the embedded host's session reads join the turn's script calls in one writ
   expect(sessions.map((s) => s?.sessionId)).toEqual([sessionId, sessionId, sessionId, sessionId]);
   expect(pushed).toEqual([1, 2, 3, 4]);
   await redis.del(key, hostKeys(sessionId).session);
+});
+
+test("the readiness check's PING (grpc.health.v1, /readyz) joins the turn's script calls in one write", async () => {
+  const redis = await client();
+  const readiness = new Readiness(redis);
+  const key = uniqueId("batch");
+  const counter = countWrites(redis.stream as Socket);
+  const [ready, pushed] = await Promise.all([
+    readiness.check(),
+    Promise.all([push(redis, key, "a"), push(redis, key, "b")]),
+  ]);
+  expect(counter.writes).toBe(1);
+  expect(ready).toBeUndefined();
+  expect(pushed).toEqual([1, 2]);
+  await redis.del(key);
 });
 
 test("a turn of many script calls writes them eight to a write, so Redis starts before the turn ends", async () => {
