@@ -124,18 +124,29 @@ describe.skipIf(browserSkipReason !== undefined)(
       expect(await entries.locator("code").allTextContents()).toEqual(["chat-b", "chat-a"]);
 
       // chat-a's first watch breaks: the page says so while the SDK's watch reconnects, then
-      // shows the lists.
+      // shows the lists. The reconnect waits a random part of 250 ms (full jitter), so the
+      // status may read "reconnecting" for a moment only: every text it shows is recorded
+      // as it is set.
+      await page.evaluate(`(() => {
+        const shown = [];
+        globalThis.shownStatuses = shown;
+        new MutationObserver((records) => {
+          for (const record of records)
+            for (const node of record.addedNodes) shown.push(node.textContent ?? "");
+        }).observe(document.getElementById("chat-status"), { childList: true });
+      })()`);
       await entries
         .filter({ hasText: "chat-a" })
         .getByRole("button", { name: "Open its chat" })
         .click();
       expect(await page.getByLabel("Chat id").inputValue()).toBe("chat-a");
-      await page
-        .locator("#chat-status", {
-          hasText: "Chat chat-a: the service is restarting; reconnecting…",
-        })
-        .waitFor();
       await page.locator("#chat-status", { hasText: "Live." }).waitFor({ timeout: 10_000 });
+      const shown = await page.evaluate(
+        () => (globalThis as { shownStatuses?: string[] }).shownStatuses ?? [],
+      );
+      const reconnecting = shown.indexOf("Chat chat-a: the service is restarting; reconnecting…");
+      expect(reconnecting, shown.join(" | ")).toBeGreaterThanOrEqual(0);
+      expect(shown.findIndex((text) => text.endsWith("Live."))).toBeGreaterThan(reconnecting);
       expect(await page.locator("#open-list > li h4").allTextContents()).toEqual([
         "First chat's offer",
       ]);
