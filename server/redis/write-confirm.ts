@@ -65,7 +65,7 @@ export function confirmation(
 ): () => Promise<void> {
   return async () => {
     try {
-      await confirmed(client, write, slot, [write.turn]);
+      await confirmed(client, write, slot);
     } catch (err) {
       storeCondition(client).failed(err);
       throw err;
@@ -82,26 +82,20 @@ export function confirmation(
  * came; a write whose connection was replaced cannot be confirmed (the new connection's
  * WAIT would not wait for it) and fails as unconfirmed.
  */
-async function confirmed(
-  client: RedisClient,
-  tracked: TrackedWrite,
-  slot: number,
-  waits: readonly (SentWait | undefined)[],
-): Promise<void> {
+async function confirmed(client: RedisClient, tracked: TrackedWrite, slot: number): Promise<void> {
   const { setting, place: write } = tracked;
-  const follows = (wait: SentWait | undefined) =>
+  const follows = (wait: SentWait | undefined): wait is SentWait =>
     wait !== undefined && wait.place.socket === write.socket && wait.place.at > write.at;
+  let wait = tracked.turn;
   for (let attempt = 0; attempt < 2; attempt++) {
     // A turn's WAIT is written as the turn ends, after the write's reply may have come.
-    for (const wait of waits) await wait?.acks.catch(() => -1);
-    const wait = waits.find(follows);
-    if (wait !== undefined) {
-      const acks = await wait.acks.catch(() => -1);
-      if (acks >= setting.replicas) return;
-      throw new WriteNotConfirmedError(setting.replicas, acks);
+    const acks = await wait?.acks.catch(() => -1);
+    if (follows(wait)) {
+      if ((acks ?? -1) >= setting.replicas) return;
+      throw new WriteNotConfirmedError(setting.replicas, acks ?? -1);
     }
     if (attempt === 1) break;
-    waits = [sendWait(client, tracked, slot)];
+    wait = sendWait(client, tracked, slot);
   }
   throw new WriteNotConfirmedError(setting.replicas, -1);
 }
