@@ -267,12 +267,20 @@ async function settled(
       const client = set.node(port);
       const info = await client.info("replication").catch(() => "");
       client.disconnect();
-      const online = info.match(/^slave\d+:.*state=online/gm)?.length ?? 0;
-      if (/^role:master/m.test(info) && online >= replicas) return port;
+      if (primaryReplicasOnline(info) >= replicas) return port;
     }
     if (Date.now() > until) throw new Error("the sentinels never settled on one primary");
     await sleep(100);
   }
+}
+
+/**
+ * How many replicas `INFO replication` shows online on a node that is a primary; 0 on
+ * a replica.
+ */
+export function primaryReplicasOnline(info: string): number {
+  if (!/^role:master/m.test(info)) return 0;
+  return info.match(/^slave\d+:.*state=online/gm)?.length ?? 0;
 }
 
 /**
