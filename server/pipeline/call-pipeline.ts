@@ -108,7 +108,10 @@ export function wrapUnary<Q, R>(
 ): (request: Q, context: HandlerContext) => Promise<R> {
   return async (request, context) => {
     const began = performance.now();
-    const call: Call = { ...route, request, context };
+    // Written out, not spread from `route`: a spread's copy gets a map of its own each
+    // call, and every hook that reads the call (logs, metrics) then misses its cache.
+    const { service, method, procedure } = route;
+    const call: Call = { service, method, procedure, request, context };
     let error: unknown;
     try {
       const pending = runBefore(options.hooks, call, 0);

@@ -154,12 +154,14 @@ function callRecorder(
     }
     const refusal = error instanceof ConnectError ? refusalOf(error) : undefined;
     if (refusal !== undefined) refusals.inc({ reason: RefusalReason[refusal] });
+    // Literals that start with their fields, not with a spread: a spread's copy gets a
+    // map of its own each call, which pino's reads of the line then miss.
+    const sessionId = sessionIdOf(request);
+    const refused = refusal === undefined ? {} : { refusal: RefusalReason[refusal] };
     series.log.info(
-      {
-        ...(durationMs === undefined ? {} : { durationMs: Math.round(durationMs * 1000) / 1000 }),
-        sessionId: sessionIdOf(request),
-        ...(refusal === undefined ? {} : { refusal: RefusalReason[refusal] }),
-      },
+      durationMs === undefined
+        ? { sessionId, ...refused }
+        : { durationMs: Math.round(durationMs * 1000) / 1000, sessionId, ...refused },
       "call",
     );
   };
