@@ -60,6 +60,14 @@ const CALLS = Number(process.env.BENCH_IR_CALLS ?? 3_000);
 const IN_FLIGHT = 16;
 /** `BENCH_ONLY=<regex>`: only the scenarios it matches (the noop always runs). */
 const ONLY = new RegExp(process.env.BENCH_ONLY ?? "");
+/**
+ * `BENCH_IR_KEEP=1`: the callgrind dumps are kept (their folder is printed), for
+ * `callgrind_annotate` to say which functions a difference between checkouts is in; the
+ * services run with `--perf-basic-prof`, whose `/tmp/perf-<pid>.map` names the
+ * JavaScript that callgrind shows only as addresses.
+ */
+const KEEP = process.env.BENCH_IR_KEEP === "1";
+const CALLERS = process.env.BENCH_IR_CALLERS;
 
 /** One scenario's counted instructions. */
 export interface InstructionRow {
@@ -71,6 +79,8 @@ export interface InstructionRow {
   readonly instructionsPerCall: number;
   /** On its main thread alone. */
   readonly mainThreadPerCall: number;
+  /** On its main thread, outside V8's garbage collections (`Heap::CollectGarbage`). */
+  readonly mainOutsideGcPerCall: number;
 }
 
 /** The total `Ir` of a callgrind dump: its `summary:` or `totals:` line. */
@@ -78,6 +88,19 @@ export function dumpTotal(text: string): number {
   const line = /^(?:summary|totals):\s+(\d+)/m.exec(text);
   if (line === null) throw new Error("a callgrind dump without a summary line");
   return Number(line[1]);
+}
+
+/**
+ * The instructions a callgrind dump spent in V8's garbage collections: the inclusive
+ * count of `v8::internal::Heap::CollectGarbage`, which every scavenge and mark-compact
+ * the thread ran goes through; 0 when none ran. `annotated` is `callgrind_annotate
+ * --inclusive=yes --threshold=100` of the dump.
+ */
+export function gcInstructions(annotated: string): number {
+  const line = /^\s*([\d,]+)\s+\([^)]*\)\s+\S*v8::internal::Heap::CollectGarbage\(/m.exec(
+    annotated,
+  );
+  return line === null ? 0 : Number((line[1] as string).replaceAll(",", ""));
 }
 
 /** valgrind's version, or undefined when it is not installed. */
@@ -95,6 +118,8 @@ export interface Counts {
   readonly all: number;
   /** On its main thread, which runs the JavaScript. */
   readonly main: number;
+  /** On its main thread, in V8's garbage collections (`gcInstructions`). */
+  readonly mainGc: number;
 }
 
 /** A process under callgrind whose instructions are counted only between `count`'s marks. */
@@ -128,13 +153,22 @@ export class Counted {
     const dumps = readdirSync(this.#dir).filter((f) => f.startsWith("cg.") && !before.has(f));
     let all = 0;
     let main: number | undefined;
+    let mainGc = 0;
     for (const dump of dumps) {
-      const total = dumpTotal(readFileSync(join(this.#dir, dump), "utf8"));
+      const path = join(this.#dir, dump);
+      const total = dumpTotal(readFileSync(path, "utf8"));
       all += total;
-      if (/-0*1$/.test(dump)) main = total;
+      if (!/-0*1$/.test(dump)) continue;
+      main = total;
+      mainGc = gcInstructions(
+        execFileSync("callgrind_annotate", ["--inclusive=yes", "--threshold=100", path], {
+          encoding: "utf8",
+          maxBuffer: 256 * 1024 * 1024,
+        }),
+      );
     }
     if (main === undefined) throw new Error(`no main thread's dump among ${dumps.join(", ")}`);
-    return { all, main };
+    return { all, main, mainGc };
   }
 }
 
@@ -150,6 +184,7 @@ export async function startCounted(
     "--tool=callgrind",
     "--instr-atstart=no",
     "--separate-threads=yes",
+    ...(CALLERS ? [`--separate-callers=${CALLERS}`] : []),
     `--callgrind-out-file=${join(dir, "cg.%p")}`,
     `--log-file=${join(dir, "valgrind.%p.log")}`,
   ];
@@ -343,6 +378,7 @@ function rowOf(scenario: string, root: string, total: Counts): InstructionRow {
     calls: CALLS,
     instructionsPerCall: total.all / CALLS,
     mainThreadPerCall: total.main / CALLS,
+    mainOutsideGcPerCall: (total.main - total.mainGc) / CALLS,
   };
 }
 
@@ -376,7 +412,11 @@ export async function measureInstructions(roots: readonly string[]): Promise<Ins
       const port = await freePort();
       const service = await startCounted(
         dir,
-        [builtService(root)],
+        [
+          // V8's own log of the profile goes beside the dumps, not into the working folder.
+          ...(KEEP ? ["--perf-basic-prof", `--logfile=${join(dir, "v8-%p.log")}`] : []),
+          builtService(root),
+        ],
         {
           PORT: String(port),
           REDIS_URL: redis.url,
@@ -402,7 +442,8 @@ export async function measureInstructions(roots: readonly string[]): Promise<Ins
   } finally {
     await close();
     await redis.stop();
-    rmSync(dir, { recursive: true, force: true });
+    if (KEEP) console.error(`bench: callgrind dumps kept in ${dir}`);
+    else rmSync(dir, { recursive: true, force: true });
   }
   return rows;
 }
@@ -414,8 +455,8 @@ export function instructionLines(rows: readonly InstructionRow[]): string[] {
   const count = (n: number) => Math.round(n).toLocaleString("en-US");
   const ratio = (n: number, of: number | undefined) => (n / (of ?? Number.NaN)).toFixed(2);
   return [
-    "| scenario (under callgrind) | instructions per call, all threads | × grpc-js noop | main thread | × grpc-js noop |",
-    "|---|---:|---:|---:|---:|",
+    "| scenario (under callgrind) | instructions per call, all threads | × grpc-js noop | main thread | × grpc-js noop | main thread outside GC | × grpc-js noop |",
+    "|---|---:|---:|---:|---:|---:|---:|",
     ...rows.map((r) =>
       [
         "",
@@ -424,6 +465,8 @@ export function instructionLines(rows: readonly InstructionRow[]): string[] {
         ratio(r.instructionsPerCall, noop?.instructionsPerCall),
         count(r.mainThreadPerCall),
         ratio(r.mainThreadPerCall, noop?.mainThreadPerCall),
+        count(r.mainOutsideGcPerCall),
+        ratio(r.mainOutsideGcPerCall, noop?.mainOutsideGcPerCall),
         "",
       ]
         .join(" | ")

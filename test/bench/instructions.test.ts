@@ -3,7 +3,12 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, test } from "vitest";
-import { dumpTotal, startCounted, valgrindVersion } from "../../bench/instructions.js";
+import {
+  dumpTotal,
+  gcInstructions,
+  startCounted,
+  valgrindVersion,
+} from "../../bench/instructions.js";
 import { freePort } from "../../server/redis/redis-server-process.js";
 
 test("a callgrind dump's total is its summary line", () => {
@@ -23,11 +28,34 @@ test("a callgrind dump's total is its summary line", () => {
   );
 });
 
+test("the instructions of a dump's garbage collections are Heap::CollectGarbage's, inclusive", () => {
+  const annotated = [
+    "Ir",
+    "--------------------------------------------------------------------------------",
+    "1,350,054,002 (100.0%)  PROGRAM TOTALS",
+    "",
+    "--------------------------------------------------------------------------------",
+    "Ir                    file:function",
+    "--------------------------------------------------------------------------------",
+    "1,101,203,004 (81.57%)  ???:Builtins_JSEntry [/usr/bin/node]",
+    "  142,455,784 (10.55%)  ???:v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace, v8::internal::GarbageCollectionReason, v8::GCCallbackFlags) [/usr/bin/node]",
+    "  108,314,629 ( 8.02%)  ???:v8::internal::ScavengerCollector::CollectGarbage() [/usr/bin/node]",
+  ].join("\n");
+  expect(gcInstructions(annotated)).toBe(142_455_784);
+  expect(gcInstructions("1,000 (100.0%)  PROGRAM TOTALS\n900 (90.00%)  ???:main [a.out]")).toBe(0);
+});
+
 /** A guest that answers each byte it reads after a loop of the same work every time. */
 const GUEST = `
 const net = require("node:net");
+let kept = [];
 net.createServer((socket) => socket.on("data", (data) => {
-  for (const _ of data) {
+  for (const byte of data) {
+    // "g": a burst of short-lived objects, so that V8 collects garbage while counted.
+    if (byte === 103) {
+      for (let i = 0; i < 200000; i++) kept.push({ i, s: String(i) });
+      kept = [];
+    }
     let x = 0;
     for (let i = 0; i < 300000; i++) x = (x + i * 7) | 0;
     socket.write(String(x & 1));
@@ -51,9 +79,9 @@ test.skipIf(skipReason !== undefined)(
     const guest = await startCounted(dir, ["-e", GUEST], { PORT: String(port) }, /ready/);
     const socket = net.connect(port, "127.0.0.1");
     await new Promise((resolve) => socket.once("connect", resolve));
-    const requests = async (n: number) => {
+    const requests = async (n: number, byte = "x") => {
       for (let i = 0; i < n; i++) {
-        socket.write("x");
+        socket.write(byte);
         await new Promise((resolve) => socket.once("data", resolve));
       }
     };
@@ -63,12 +91,17 @@ test.skipIf(skipReason !== undefined)(
       await requests(20); // uncounted
       const thirty = await guest.counted.count(() => requests(30));
       const none = await guest.counted.count(async () => {});
+      const garbage = await guest.counted.count(() => requests(5, "g"));
       // Each request is a loop of 300,000 additions: about a million instructions.
       expect(ten.main / 10).toBeGreaterThan(600_000);
       expect(ten.all).toBeGreaterThanOrEqual(ten.main);
       expect(thirty.main / ten.main).toBeGreaterThan(2.7);
       expect(thirty.main / ten.main).toBeLessThan(3.3);
       expect(none.all).toBeLessThan(ten.main / 10);
+      // The loops allocate next to nothing; the bursts of objects are collected while counted.
+      expect(ten.mainGc).toBeLessThan(ten.main / 10);
+      expect(garbage.mainGc).toBeGreaterThan(0);
+      expect(garbage.mainGc).toBeLessThan(garbage.main);
     } finally {
       socket.destroy();
       await guest.process.stop();
