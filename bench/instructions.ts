@@ -67,6 +67,7 @@ const ONLY = new RegExp(process.env.BENCH_ONLY ?? "");
  * JavaScript that callgrind shows only as addresses.
  */
 const KEEP = process.env.BENCH_IR_KEEP === "1";
+/** `BENCH_IR_CALLERS=<n>`: callgrind separates each cost by its last `n` callers. */
 const CALLERS = process.env.BENCH_IR_CALLERS;
 
 /** One scenario's counted instructions. */
