@@ -4,7 +4,7 @@ import { isIP } from "node:net";
 import type { ConnectionOptions } from "node:tls";
 import type { ClusterOptions, RedisOptions } from "ioredis";
 import { redact } from "./redis-url.js";
-import { TlsConnector } from "./tls-connector.js";
+import { SentinelTlsConnector, TlsConnector } from "./tls-connector.js";
 
 /**
  * TLS to Redis with a team's own certificates: the CA that signs Redis's certificate, a
@@ -138,16 +138,17 @@ export function clusterTlsOptions(tls: RedisTls | undefined): Pick<ClusterOption
 
 /**
  * Sentinel's TLS options (`rediss+sentinel://`): the same options to the sentinels and
- * to the data nodes they name. ioredis's Sentinel connector opens those connections
- * itself, so they go without redis/tls-connector.ts's listener.
+ * to the data nodes they name, on connections that survive every error their socket
+ * emits (redis/tls-connector.ts `SentinelTlsConnector`).
  */
 export function sentinelTlsOptions(
   tls: RedisTls | undefined,
-): Pick<RedisOptions, "tls" | "sentinelTLS" | "enableTLSForSentinelMode"> {
+): Pick<RedisOptions, "tls" | "sentinelTLS" | "enableTLSForSentinelMode" | "Connector"> {
   return {
     tls: tlsOptions(tls),
     sentinelTLS: tlsOptions(tls),
     enableTLSForSentinelMode: true,
+    Connector: SentinelTlsConnector,
   };
 }
 

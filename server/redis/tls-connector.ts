@@ -1,5 +1,12 @@
+import type { Socket } from "node:net";
 import { connect, type TLSSocket } from "node:tls";
-import { AbstractConnector, type StandaloneConnectionOptions } from "ioredis";
+import {
+  AbstractConnector,
+  type Redis,
+  type RedisOptions,
+  SentinelConnector,
+  type StandaloneConnectionOptions,
+} from "ioredis";
 
 /**
  * How ioredis opens a TLS connection to one Redis (its `Connector` option), as its own
@@ -50,5 +57,42 @@ export class TlsConnector extends AbstractConnector {
         resolve(stream);
       });
     });
+  }
+}
+
+/**
+ * ioredis's Sentinel connector as a base class, with the method that opens a client of
+ * one sentinel, which ioredis declares private (ioredis is pinned in package-lock.json;
+ * test/e2e/redis-tls.test.ts fails if the method stops being called).
+ */
+type SentinelConnectorWithClients = new (
+  options: unknown,
+) => AbstractConnector & {
+  connect(
+    ...args: Parameters<SentinelConnector["connect"]>
+  ): ReturnType<SentinelConnector["connect"]>;
+  connectToSentinel(endpoint: unknown, options?: Partial<RedisOptions>): Redis;
+};
+
+/**
+ * How a client of `rediss+sentinel://` connects (its `Connector` option): ioredis's own
+ * Sentinel connector, whose connections keep an error listener for their whole life as
+ * `TlsConnector`'s do. The clients it opens to ask the sentinels for the primary are
+ * opened with `TlsConnector` (they are closed as soon as the answer or its timeout
+ * comes, during the handshake when a sentinel is slow); its connection to the primary
+ * gets the lasting listener once opened (it is closed during the handshake when the
+ * client is).
+ */
+export class SentinelTlsConnector extends (SentinelConnector as unknown as SentinelConnectorWithClients) {
+  override async connect(
+    ...args: Parameters<SentinelConnector["connect"]>
+  ): ReturnType<SentinelConnector["connect"]> {
+    const stream = await super.connect(...args);
+    (stream as Socket).on("error", () => {});
+    return stream;
+  }
+
+  override connectToSentinel(endpoint: unknown, options?: Partial<RedisOptions>): Redis {
+    return super.connectToSentinel(endpoint, { ...options, Connector: TlsConnector });
   }
 }

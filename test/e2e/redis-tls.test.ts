@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import {
   Health,
   HealthCheckResponse_ServingStatus as Status,
@@ -8,6 +9,8 @@ import {
 import { connectRedis } from "../../server/redis/redis-client.js";
 import type { RedisServerProcess } from "../../server/redis/redis-server-process.js";
 import { readRedisTls } from "../../server/redis/redis-tls.js";
+import { watchSwitches } from "../../server/redis/switch-watch.js";
+import { TlsConnector } from "../../server/redis/tls-connector.js";
 import { createRedisClient } from "../../server/store/scripts.js";
 import { grpcClients, putSession, spawnService, tempDir, uniqueId } from "../support/harness.js";
 import { startSentinelSet } from "../support/redis-sentinel.js";
@@ -175,20 +178,66 @@ describe.skipIf(!hasOpenssl)("TLS to Redis (rediss://, REDIS_TLS_*)", () => {
     expect(uncaught).toEqual([]);
   });
 
-  test("rediss+sentinel://: TLS to the sentinels and the data nodes (tls-replication yes), an offer recorded", async () => {
-    const set = await startSentinelSet({
-      replicas: 1,
-      tls: { identity: files.server, ca: files.ca },
+  describe("through sentinels (rediss+sentinel://)", () => {
+    let set: Awaited<ReturnType<typeof startSentinelSet>>;
+    beforeAll(async () => {
+      set = await startSentinelSet({ replicas: 1, tls: { identity: files.server, ca: files.ca } });
     });
-    try {
+    afterAll(async () => {
+      await set?.close();
+    });
+
+    test("TLS to the sentinels and the data nodes (tls-replication yes), an offer recorded", async () => {
       expect(set.url).toMatch(/^rediss\+sentinel:\/\/127\.0\.0\.1:\d+,/);
       const primary = { ...set.nodes[0], url: set.url } as RedisServerProcess;
       await servesOffers(primary, { REDIS_TLS_CA_FILE: files.ca.cert });
       expect(await refusedStart(set.url, { REDIS_TLS_CA_FILE: files.otherCa.cert })).toMatch(
         /^suggest-task: Redis at 127\.0\.0\.1:\d+ presented a certificate that was not verified with REDIS_TLS_CA_FILE \(self-signed certificate in certificate chain\); set REDIS_TLS_CA_FILE to the PEM bundle of the CA that signs Redis's certificate$/,
       );
-    } finally {
-      await set.close();
-    }
+    });
+
+    test("sentinels whose certificates are refused, asked again and again, never end the process", async () => {
+      // A connection closed during a handshake whose certificate the service refused may
+      // see a second error, Redis's alert. The watch of `+switch-master` is closed at each
+      // point of its handshakes; ioredis asks the sentinels for the primary on connections
+      // of its own, each opened with TlsConnector (counted here).
+      const uncaught: unknown[] = [];
+      const onUncaught = (err: unknown) => uncaught.push(err);
+      process.on("uncaughtException", onUncaught);
+      const opened = vi.spyOn(TlsConnector.prototype, "connect");
+      const seen: string[] = [];
+      let connections = 0;
+      try {
+        const tls = readRedisTls({ caFile: files.otherCa.cert }, set.url);
+        const clients = Array.from({ length: 6 }, () => {
+          const client = connectRedis(set.url, { tls }) as Redis;
+          client.on("error", (err: Error) => seen.push(err.message));
+          return client;
+        });
+        for (let i = 0; i < 60; i++) {
+          const stop = watchSwitches(clients[i % clients.length] as Redis, () => {});
+          await new Promise((resolve) => setTimeout(resolve, i % 10));
+          stop();
+        }
+        // Each client asks every sentinel at least twice (at most 1 s between rounds).
+        await new Promise((resolve) => setTimeout(resolve, 2_500));
+        for (const client of clients) client.disconnect();
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        connections = opened.mock.calls.length;
+      } finally {
+        process.off("uncaughtException", onUncaught);
+        opened.mockRestore();
+      }
+      expect(uncaught).toEqual([]);
+      expect(seen.length).toBeGreaterThanOrEqual(12);
+      expect(new Set(seen.map((m) => m.replace(/\d+ms/, "<n>ms")))).toEqual(
+        new Set([
+          "All sentinels are unreachable. Retrying from scratch after <n>ms. Last error: Connection is closed.",
+        ]),
+      );
+      // Each watch's connection to each of the three sentinels (180), and the clients' own
+      // to the sentinels, round after round: all of them opened with TlsConnector.
+      expect(connections).toBeGreaterThanOrEqual(60 * 3 + 6 * 3 * 2);
+    });
   });
 });

@@ -9,6 +9,7 @@ import {
   readRedisTls,
   sentinelTlsOptions,
 } from "../../server/redis/redis-tls.js";
+import { SentinelTlsConnector } from "../../server/redis/tls-connector.js";
 import { tlsRefusal } from "../../server/redis/tls-refusal.js";
 import { tempDir } from "../support/harness.js";
 import { type RedisTlsTestFiles, redisTlsTestFiles } from "../support/redis-tls.js";
@@ -88,6 +89,7 @@ describe.skipIf(!hasOpenssl)("REDIS_TLS_* files", () => {
       tls,
       sentinelTLS: tls,
       enableTLSForSentinelMode: true,
+      Connector: SentinelTlsConnector,
     });
   });
 
