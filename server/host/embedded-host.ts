@@ -26,7 +26,7 @@ import { encodeBinary } from "../codec/binary-encoding.js";
 import { requireId } from "../domain/ids.js";
 import { turnsOf } from "../redis/redis-client.js";
 import { TurnCommand } from "../redis/turn-waits.js";
-import { confirmAfter, NotedCommand } from "../redis/write-confirm.js";
+import { confirmAfter } from "../redis/write-confirm.js";
 import { hostKeys } from "../store/keys.js";
 import { runScript } from "../store/run-script.js";
 import type { ChatHost } from "./chat-host.js";
@@ -98,9 +98,11 @@ export class EmbeddedChatHost implements ChatHost {
         key,
         (tracked) =>
           this.redis.sendCommand(
-            new NotedCommand(
+            new TurnCommand(
+              undefined,
               "set",
               [key, encodeBinary(SessionSchema, stored), ...this.#expiry, ...condition],
+              { replyEncoding: "utf8" },
               tracked,
             ),
           ) as Promise<unknown>,

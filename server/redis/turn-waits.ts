@@ -67,7 +67,7 @@ interface ConnectionTurn {
 /**
  * The writes of one client's connections (its own, or each node's of a cluster), one
  * event-loop turn at a time. The service's commands (script calls, WAITs and the noted
- * last command of a pipeline: `ScriptCall`, `WaitCall`, `NotedCommand`) call `writing`
+ * last command of a pipeline: `ScriptCall`, `WaitCall`, `TurnCommand`) call `writing`
  * with the socket ioredis hands to their `toWritable`, right before ioredis writes them
  * there: the turn's first one corks the socket, which is uncorked once the turn's I/O is
  * done (`setImmediate`), so the turn's commands leave in one `writev` (or one for every
@@ -193,27 +193,6 @@ export class WaitCall extends Command {
   }
 }
 
-/**
- * A command of the service other than a script call or a WAIT (the embedded host's read
- * of a session, which every SuggestTask makes): held with its turn's others on the
- * connection it is written to (`TurnWrites.writing`), as they are.
- */
-export class TurnCommand extends Command {
-  constructor(
-    private readonly turns: TurnWrites | undefined,
-    name: string,
-    args: (string | Buffer | number)[],
-    options?: CommandOptions,
-  ) {
-    super(name, args, options);
-  }
-
-  override toWritable(socket: object): string | Buffer {
-    this.turns?.writing(socket);
-    return super.toWritable(socket);
-  }
-}
-
 /** A write that waits for replicas: where it was last written, and the WAIT owed there. */
 export interface TrackedWrite {
   readonly turns: TurnWrites;
@@ -237,24 +216,33 @@ export function noteTracked(write: TrackedWrite, socket: object): void {
 }
 
 /**
- * A command that notes, in `write` (if any), where it is written each time it is: on its
- * socket, or, inside a pipeline or a MULTI, on the socket the pipeline's write goes to
- * (written right after, in the same turn).
+ * A command of the service other than a script call or a WAIT (the embedded host's read
+ * of a session, which every SuggestTask makes; the readiness PING; a session's SET): held
+ * with its turn's others on the connection it is written to (`turns`,
+ * `TurnWrites.writing`), as they are. A write that waits for replicas (`write`) notes
+ * there where it is written each time it is: on its socket, or, inside a pipeline or a
+ * MULTI, on the socket the pipeline's write goes to (written right after, in the same
+ * turn).
  */
-export class NotedCommand extends Command {
+export class TurnCommand extends Command {
   constructor(
+    private readonly turns: TurnWrites | undefined,
     name: string,
     args: (string | Buffer | number)[],
-    private readonly write: TrackedWrite | undefined,
+    options?: CommandOptions,
+    private readonly write: TrackedWrite | undefined = undefined,
   ) {
-    super(name, args, { replyEncoding: "utf8" });
+    super(name, args, options);
   }
 
   override toWritable(stream: object): string | Buffer {
-    if (this.write === undefined) return super.toWritable(stream as never);
-    const pipeline = stream as { isPipeline?: boolean; destination?: { redis?: Redis } };
-    const socket = pipeline.isPipeline ? pipeline.destination?.redis?.stream : stream;
-    if (socket !== undefined) noteTracked(this.write, socket);
+    if (this.write !== undefined) {
+      const pipeline = stream as { isPipeline?: boolean; destination?: { redis?: Redis } };
+      const socket = pipeline.isPipeline ? pipeline.destination?.redis?.stream : stream;
+      if (socket !== undefined) noteTracked(this.write, socket);
+    } else {
+      this.turns?.writing(stream);
+    }
     return super.toWritable(stream as never);
   }
 }

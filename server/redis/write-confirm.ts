@@ -2,16 +2,16 @@ import { type ChainableCommander, Command } from "ioredis";
 import { type RedisClient, turnsOf } from "./redis-client.js";
 import { storeCondition, WriteNotConfirmedError } from "./store-condition.js";
 import {
-  NotedCommand,
   type SentWait,
   type TrackedWrite,
+  TurnCommand,
   trackWrite,
   WaitCall,
   type WriteConfirmation,
 } from "./turn-waits.js";
 
 export type { TrackedWrite, WriteConfirmation } from "./turn-waits.js";
-export { NotedCommand, noteTracked, trackWrite } from "./turn-waits.js";
+export { noteTracked, TurnCommand, trackWrite } from "./turn-waits.js";
 
 /**
  * Makes every write of `client` (script calls, `confirmAfter`) wait for `setting.replicas`
@@ -102,7 +102,7 @@ async function confirmed(client: RedisClient, tracked: TrackedWrite, slot: numbe
 
 /**
  * `chain` (a pipeline or a MULTI) ending in a PING that notes in `write` where the chain
- * is written (`NotedCommand`), for `confirmAfter`; its reply is one more at the end.
+ * is written (`TurnCommand`), for `confirmAfter`; its reply is one more at the end.
  * Without a write to track (writes not confirmed), `chain` as it is.
  */
 export function notedLast(
@@ -111,7 +111,7 @@ export function notedLast(
 ): ChainableCommander {
   if (write === undefined) return chain;
   (chain as unknown as { sendCommand(command: Command): unknown }).sendCommand(
-    new NotedCommand("ping", [], write),
+    new TurnCommand(undefined, "ping", [], { replyEncoding: "utf8" }, write),
   );
   return chain;
 }
@@ -119,7 +119,7 @@ export function notedLast(
 /**
  * For a write that is not a script call (a MULTI, a SET): resolves to `write`'s result
  * once `setting.replicas` replicas confirmed it. `write` must send its commands when
- * called, on the connection of `key`'s slot, the last of them a `NotedCommand` tracking
+ * called, on the connection of `key`'s slot, the last of them a `TurnCommand` tracking
  * the write it is given (when it is given one): the WAIT owed on that connection follows
  * them there, and counts only when written after their last writing (`confirmation`).
  * Without a setting on `client`, `write` alone.

@@ -1,7 +1,7 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { RedisClient } from "../../server/redis/redis-client.js";
-import { confirmAfter, NotedCommand, notedLast } from "../../server/redis/write-confirm.js";
+import { confirmAfter, notedLast, TurnCommand } from "../../server/redis/write-confirm.js";
 import { createRedisClient } from "../../server/store/scripts.js";
 import { uniqueId } from "../support/harness.js";
 import {
@@ -41,7 +41,10 @@ const set = (key: string, value: string) =>
   confirmAfter(
     client,
     key,
-    (place) => client.sendCommand(new NotedCommand("set", [key, value], place)) as Promise<unknown>,
+    (place) =>
+      client.sendCommand(
+        new TurnCommand(undefined, "set", [key, value], { replyEncoding: "utf8" }, place),
+      ) as Promise<unknown>,
   );
 const multiSet = (key: string, value: string) =>
   confirmAfter(client, key, (place) => notedLast(client.multi().set(key, value), place).exec());
