@@ -10,10 +10,10 @@ export const SENTINEL_RESUBSCRIBE_MS = 1_000;
  * one subscriber connection per sentinel, with the client's credentials and TLS for
  * sentinels (on connections that survive every error their socket emits,
  * redis/tls-connector.ts). A failover the service must follow at once although the old
- * primary still answers (a forced one, `SENTINEL FAILOVER`, or a primary cut off from the sentinels):
- * the sentinels turn the old primary into a replica only some seconds later, and until
- * then its connections would write where no replica confirms and nothing is kept.
- * Returns the stop.
+ * primary still answers (a forced one, `SENTINEL FAILOVER`, or a primary cut off from
+ * the sentinels): the sentinels turn the old primary into a replica only some seconds
+ * later, and until then its connections would write where no replica confirms and
+ * nothing is kept. Returns the stop.
  */
 export function watchSwitches(client: Redis, onSwitch: () => void): () => void {
   const { sentinels, name, sentinelUsername, sentinelPassword, sentinelTLS } = client.options;

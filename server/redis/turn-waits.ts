@@ -66,19 +66,19 @@ interface ConnectionTurn {
 
 /**
  * The writes of one client's connections (its own, or each node's of a cluster), one
- * event-loop turn at a time. The service's commands (script calls, WAITs and the noted
- * last command of a pipeline: `ScriptCall`, `WaitCall`, `TurnCommand`) call `writing`
- * with the socket ioredis hands to their `toWritable`, right before ioredis writes them
- * there: the turn's first one corks the socket, which is uncorked once the turn's I/O is
- * done (`setImmediate`), so the turn's commands leave in one `writev` (or one for every
- * COMMANDS_PER_WRITE of them). ioredis's auto-pipelining batches the same way but sends
- * a connection's next batch only once Redis has answered the last one, so with
- * `appendfsync always` every call waited for the fsync of the batch before its own; here
- * the batches follow one another and Redis answers each as it comes. Measured with
- * `npm run bench` (docs/performance.md, "Choices the figures rest on"): Get and
- * SuggestTask made more calls a second for less CPU each. Order is kept (a cork only
- * holds writes back). Before it uncorks, the WAIT the turn's confirmed writes owe joins
- * them, unless one is out already. Pinned by test/redis/write-batching.test.ts and
+ * event-loop turn at a time. The service's commands (script calls, WAITs and the others:
+ * `ScriptCall`, `WaitCall`, `TurnCommand`) call `writing` with the socket ioredis hands
+ * to their `toWritable`, right before ioredis writes them there: the turn's first one
+ * corks the socket, which is uncorked once the turn's I/O is done (`setImmediate`), so
+ * the turn's commands leave in one `writev` (or one for every COMMANDS_PER_WRITE of
+ * them). ioredis's auto-pipelining batches the same way but sends a connection's next
+ * batch only once Redis has answered the last one, so with `appendfsync always` every
+ * call waited for the fsync of the batch before its own; here the batches follow one
+ * another and Redis answers each as it comes. Measured with `npm run bench`
+ * (docs/performance.md, "Choices the figures rest on"): Get and SuggestTask made more
+ * calls a second for less CPU each. Order is kept (a cork only holds writes back).
+ * Before it uncorks, the WAIT the turn's confirmed writes owe joins them, unless one is
+ * out already. Pinned by test/redis/write-batching.test.ts and
  * test/cluster/cluster-write-batching.test.ts.
  */
 export class TurnWrites {
