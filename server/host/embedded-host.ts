@@ -25,7 +25,7 @@ import {
 import { encodeBinary } from "../codec/binary-encoding.js";
 import { requireId } from "../domain/ids.js";
 import { turnsOf } from "../redis/redis-client.js";
-import { TurnCommand } from "../redis/turn-waits.js";
+import { TurnCommand, UTF8_REPLY } from "../redis/turn-waits.js";
 import { confirmAfter } from "../redis/write-confirm.js";
 import { hostKeys } from "../store/keys.js";
 import { runScript } from "../store/run-script.js";
@@ -102,7 +102,7 @@ export class EmbeddedChatHost implements ChatHost {
               undefined,
               "set",
               [key, encodeBinary(SessionSchema, stored), ...this.#expiry, ...condition],
-              { replyEncoding: "utf8" },
+              UTF8_REPLY,
               tracked,
             ),
           ) as Promise<unknown>,

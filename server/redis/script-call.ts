@@ -2,7 +2,7 @@ import { hash } from "node:crypto";
 import { Command } from "ioredis";
 import { type RedisClient, turnsOf } from "./redis-client.js";
 import { storeCondition } from "./store-condition.js";
-import type { TurnWrites } from "./turn-waits.js";
+import { type TurnWrites, UTF8_REPLY } from "./turn-waits.js";
 import {
   confirmAfter,
   confirmation,
@@ -17,7 +17,6 @@ import {
 type Arg = string | Buffer | number;
 
 const NO_ARGS: Arg[] = [];
-const UTF8_REPLY = Object.freeze({ replyEncoding: "utf8" as const });
 
 /**
  * A script as this module sends it: its body, its SHA-1, and the connections (sockets)

@@ -5,6 +5,9 @@ import { Command } from "ioredis";
 /** The options of an ioredis `Command` (its reply's encoding, above all). */
 type CommandOptions = ConstructorParameters<typeof Command>[2];
 
+/** The options of a command whose reply is read as text, not as bytes. */
+export const UTF8_REPLY = Object.freeze({ replyEncoding: "utf8" as const });
+
 /**
  * How many replicas must hold a write before it is acknowledged (`REDIS_WAIT_REPLICAS`),
  * and how long Redis waits for them (`REDIS_WAIT_TIMEOUT_MS`).
@@ -180,7 +183,7 @@ export class WaitCall extends Command {
     private readonly writeSlot: number,
     readonly place: WritePlace = { socket: undefined, at: 0 },
   ) {
-    super("wait", [setting.replicas, setting.timeoutMs], { replyEncoding: "utf8" });
+    super("wait", [setting.replicas, setting.timeoutMs], UTF8_REPLY);
   }
 
   override getSlot(): number {

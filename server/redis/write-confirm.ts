@@ -6,12 +6,13 @@ import {
   type TrackedWrite,
   TurnCommand,
   trackWrite,
+  UTF8_REPLY,
   WaitCall,
   type WriteConfirmation,
 } from "./turn-waits.js";
 
 export type { TrackedWrite, WriteConfirmation } from "./turn-waits.js";
-export { noteTracked, TurnCommand, trackWrite } from "./turn-waits.js";
+export { noteTracked, TurnCommand, trackWrite, UTF8_REPLY } from "./turn-waits.js";
 
 /**
  * Makes every write of `client` (script calls, `confirmAfter`) wait for `setting.replicas`
@@ -111,7 +112,7 @@ export function notedLast(
 ): ChainableCommander {
   if (write === undefined) return chain;
   (chain as unknown as { sendCommand(command: Command): unknown }).sendCommand(
-    new TurnCommand(undefined, "ping", [], { replyEncoding: "utf8" }, write),
+    new TurnCommand(undefined, "ping", [], UTF8_REPLY, write),
   );
   return chain;
 }

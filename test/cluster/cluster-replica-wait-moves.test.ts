@@ -1,7 +1,12 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { RedisClient } from "../../server/redis/redis-client.js";
-import { confirmAfter, notedLast, TurnCommand } from "../../server/redis/write-confirm.js";
+import {
+  confirmAfter,
+  notedLast,
+  TurnCommand,
+  UTF8_REPLY,
+} from "../../server/redis/write-confirm.js";
 import { createRedisClient } from "../../server/store/scripts.js";
 import { uniqueId } from "../support/harness.js";
 import {
@@ -43,7 +48,7 @@ const set = (key: string, value: string) =>
     key,
     (place) =>
       client.sendCommand(
-        new TurnCommand(undefined, "set", [key, value], { replyEncoding: "utf8" }, place),
+        new TurnCommand(undefined, "set", [key, value], UTF8_REPLY, place),
       ) as Promise<unknown>,
   );
 const multiSet = (key: string, value: string) =>
