@@ -97,6 +97,20 @@ async function refusedStart(url: string, env: Record<string, string>): Promise<s
   return outcome.trim().split("\n").at(-1) as string;
 }
 
+/** The errors no listener took (`uncaughtException`) while `work` ran, and 500 ms after. */
+async function uncaughtDuring(work: () => Promise<void>): Promise<unknown[]> {
+  const uncaught: unknown[] = [];
+  const onUncaught = (err: unknown) => uncaught.push(err);
+  process.on("uncaughtException", onUncaught);
+  try {
+    await work();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  } finally {
+    process.off("uncaughtException", onUncaught);
+  }
+  return uncaught;
+}
+
 const where = (redis: RedisServerProcess) => `127.0.0.1:${redis.port}`;
 
 describe.skipIf(!hasOpenssl)("TLS to Redis (rediss://, REDIS_TLS_*)", () => {
@@ -158,11 +172,8 @@ describe.skipIf(!hasOpenssl)("TLS to Redis (rediss://, REDIS_TLS_*)", () => {
   test("connections closed during handshakes the service refuses never end the process", async () => {
     // A TLS socket whose certificate was refused may emit a second error (Redis's alert)
     // once ioredis's own listener is gone: closed at every point of the handshake.
-    const uncaught: unknown[] = [];
-    const onUncaught = (err: unknown) => uncaught.push(err);
-    process.on("uncaughtException", onUncaught);
     const seen = new Set<string>();
-    try {
+    const uncaught = await uncaughtDuring(async () => {
       const tls = readRedisTls({ caFile: files.ca.cert }, named.url);
       for (let i = 0; i < 60; i++) {
         const client = connectRedis(named.url, { tls });
@@ -170,10 +181,7 @@ describe.skipIf(!hasOpenssl)("TLS to Redis (rediss://, REDIS_TLS_*)", () => {
         await new Promise((resolve) => setTimeout(resolve, i % 8));
         await client.quit().catch(() => client.disconnect());
       }
-      await new Promise((resolve) => setTimeout(resolve, 500));
-    } finally {
-      process.off("uncaughtException", onUncaught);
-    }
+    });
     expect(seen).toContain("ERR_TLS_CERT_ALTNAME_INVALID");
     expect(uncaught).toEqual([]);
   });
@@ -201,13 +209,10 @@ describe.skipIf(!hasOpenssl)("TLS to Redis (rediss://, REDIS_TLS_*)", () => {
       // see a second error, Redis's alert. The watch of `+switch-master` is closed at each
       // point of its handshakes; ioredis asks the sentinels for the primary on connections
       // of its own, each opened with TlsConnector (counted here).
-      const uncaught: unknown[] = [];
-      const onUncaught = (err: unknown) => uncaught.push(err);
-      process.on("uncaughtException", onUncaught);
       const opened = vi.spyOn(TlsConnector.prototype, "connect");
       const seen: string[] = [];
       let connections = 0;
-      try {
+      const uncaught = await uncaughtDuring(async () => {
         const tls = readRedisTls({ caFile: files.otherCa.cert }, set.url);
         const clients = Array.from({ length: 6 }, () => {
           const client = connectRedis(set.url, { tls }) as Redis;
@@ -222,12 +227,10 @@ describe.skipIf(!hasOpenssl)("TLS to Redis (rediss://, REDIS_TLS_*)", () => {
         // Each client asks every sentinel at least twice (at most 1 s between rounds).
         await new Promise((resolve) => setTimeout(resolve, 2_500));
         for (const client of clients) client.disconnect();
-        await new Promise((resolve) => setTimeout(resolve, 500));
+      }).finally(() => {
         connections = opened.mock.calls.length;
-      } finally {
-        process.off("uncaughtException", onUncaught);
         opened.mockRestore();
-      }
+      });
       expect(uncaught).toEqual([]);
       expect(seen.length).toBeGreaterThanOrEqual(12);
       expect(new Set(seen.map((m) => m.replace(/\d+ms/, "<n>ms")))).toEqual(
